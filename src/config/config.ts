@@ -1,0 +1,130 @@
+import { z } from 'zod';
+
+/**
+ * The one place the environment is read (issue 2, SPEC 8). Every variable is listed here with its
+ * default; an invalid value stops start-up with a message naming the variable.
+ */
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const nonNegativeInt = z.coerce.number().int().min(0);
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+const url = (protocols: string[]) =>
+  optionalString.refine(
+    (v) => {
+      if (v === undefined) return true;
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a URL (${protocols.join(' or ')})` },
+  );
+/** 32 bytes, written as 64 hex digits or base64. */
+const masterKey = optionalString.refine((v) => v === undefined || decodeMasterKey(v) !== null, {
+  message: 'must be 32 bytes written as 64 hex digits or base64',
+});
+
+export const decodeMasterKey = (value: string): Buffer | null => {
+  if (/^[0-9a-fA-F]{64}$/.test(value)) return Buffer.from(value, 'hex');
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(value)) {
+    const b = Buffer.from(value, 'base64');
+    return b.length === 32 ? b : null;
+  }
+  return null;
+};
+
+/** SPEC 8: 0 is treated as 1; an unparsable value falls back to the default (1). */
+const sampleStride = z
+  .string()
+  .optional()
+  .transform((v) => {
+    const n = v === undefined ? Number.NaN : Number(v);
+    if (!Number.isInteger(n) || n < 0) return 1;
+    return n === 0 ? 1 : n;
+  });
+
+export const configSchema = z.object({
+  SVC_HTTP_HOST: z.string().default('0.0.0.0'),
+  SVC_HTTP_PORT: port.default(8080),
+  SVC_GRPC_PORT: port.default(9090),
+  SVC_DATA_DIR: z.string().min(1).default('./.svc-data'),
+  SVC_DATABASE_URL: url(['postgres:', 'postgresql:']),
+  SVC_NATS_URL: url(['nats:', 'tls:', 'ws:', 'wss:']),
+  SVC_CLICKHOUSE_URL: url(['http:', 'https:']),
+  SVC_MASTER_KEY: masterKey,
+  SVC_ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, {
+    message: 'must be at least 16 characters',
+  }),
+  SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SVC_SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+  SVC_GATEWAY_MAX_RESPONSE_BYTES: positiveInt.optional(),
+  SVC_BILLING_QUARANTINE_MIN_FAILURES: positiveInt.default(10),
+  SVC_BILLING_QUARANTINE_MIN_RATIO_BPS: nonNegativeInt.max(10_000).default(100),
+  SVC_BILLING_QUARANTINE_ACTION: z.enum(['quarantine', 'allow']).default('quarantine'),
+  SVC_INGEST_DURABILITY_SAMPLE_STRIDE: sampleStride,
+  SVC_PAYMENT_API_KEY: optionalString,
+  SVC_PAYMENT_WEBHOOK_SECRET: optionalString,
+  SVC_PAYMENT_PUBLISHABLE_KEY: optionalString,
+  POLICY_GRPC_ENDPOINT: optionalString,
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/** Names of the variables whose values are secrets: masked by `svc config`. */
+export const SECRET_KEYS: ReadonlySet<keyof Config> = new Set([
+  'SVC_MASTER_KEY',
+  'SVC_ADMIN_TOKEN',
+  'SVC_PAYMENT_API_KEY',
+  'SVC_PAYMENT_WEBHOOK_SECRET',
+]);
+
+export class ConfigError extends Error {
+  constructor(readonly issues: { variable: string; message: string }[]) {
+    super(issues.map((i) => `${i.variable}: ${i.message}`).join('; '));
+    this.name = 'ConfigError';
+  }
+}
+
+export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
+  const picked: Record<string, string | undefined> = {};
+  for (const key of Object.keys(configSchema.shape)) picked[key] = env[key];
+  const parsed = configSchema.safeParse(picked);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => ({
+        variable: String(i.path[0] ?? '(environment)'),
+        message: `invalid value ${JSON.stringify(picked[String(i.path[0])] ?? '')}: ${i.message}`,
+      })),
+    );
+  }
+  return parsed.data;
+};
+
+const mask = (value: string): string => (value.length <= 4 ? '****' : `${value.slice(0, 2)}****`);
+
+/** The effective configuration for display: secrets masked, URLs stripped of passwords. */
+export const describeConfig = (config: Config): Record<string, string | number | null> => {
+  const out: Record<string, string | number | null> = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (value === undefined) out[key] = null;
+    else if (SECRET_KEYS.has(key as keyof Config)) out[key] = mask(String(value));
+    else if (typeof value === 'string' && /^[a-z]+:\/\//i.test(value)) out[key] = redactUrl(value);
+    else out[key] = value as string | number;
+  }
+  return out;
+};
+
+export const redactUrl = (value: string): string => {
+  try {
+    const u = new URL(value);
+    if (u.password) u.password = '****';
+    return u.toString();
+  } catch {
+    return value;
+  }
+};

@@ -1,0 +1,206 @@
+import pg from 'pg';
+import {
+  type AppendResult,
+  categoryOf,
+  type EventStore,
+  type ExpectedVersion,
+  IdempotencyMismatchError,
+  type NewEvent,
+  type ReadAllOptions,
+  type StoredEvent,
+  type Subscription,
+  VersionConflictError,
+} from '../event-store.js';
+import type { Pool } from './pool.js';
+
+interface EventRow {
+  global_position: number;
+  stream_id: string;
+  stream_version: number;
+  message_id: string;
+  type: string;
+  schema_version: number;
+  data: unknown;
+  metadata: StoredEvent['metadata'];
+  recorded_at: Date;
+}
+
+const COLUMNS =
+  'global_position, stream_id, stream_version, message_id, type, schema_version, data, metadata, recorded_at';
+
+const toEvent = (r: EventRow): StoredEvent => ({
+  globalPosition: r.global_position,
+  streamId: r.stream_id,
+  streamVersion: r.stream_version,
+  messageId: r.message_id,
+  type: r.type,
+  schemaVersion: r.schema_version,
+  data: r.data,
+  metadata: r.metadata,
+  recordedAt: r.recorded_at,
+});
+
+const expectedToSql = (expected: ExpectedVersion): number | null =>
+  expected === 'any' ? null : expected === 'no_stream' ? 0 : expected;
+
+export const NOTIFY_CHANNEL = 'svc_events';
+
+/** PostgreSQL adapter of the event store port (migrations/postgres/0001_event_store.sql). */
+export class PostgresEventStore implements EventStore {
+  private readonly subscriptions = new Set<Subscription>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly connectionString: string,
+  ) {}
+
+  async append(streamId: string, expected: ExpectedVersion, events: readonly NewEvent[]): Promise<AppendResult> {
+    if (events.length === 0) throw new Error('append needs at least one event');
+    const payload = events.map((e) => ({
+      message_id: e.messageId,
+      type: e.type,
+      schema_version: e.schemaVersion ?? 1,
+      data: e.data,
+      metadata: e.metadata ?? {},
+    }));
+    try {
+      const { rows } = await this.pool.query<{ global_position: number; stream_version: number; replayed: boolean }>(
+        'SELECT * FROM svc_append_events($1, $2, $3, $4)',
+        [streamId, categoryOf(streamId), expectedToSql(expected), JSON.stringify(payload)],
+      );
+      const last = rows[rows.length - 1]!;
+      return {
+        nextVersion: last.stream_version,
+        lastPosition: last.global_position,
+        positions: rows.map((r) => r.global_position),
+        replayed: rows[0]!.replayed,
+      };
+    } catch (err) {
+      const e = err as { code?: string; detail?: string; message: string };
+      if (e.code === 'SVC01') throw new VersionConflictError(streamId, expected, Number(e.detail));
+      if (e.code === 'SVC02') throw new IdempotencyMismatchError(e.message);
+      // Two appenders racing to the same unique key cannot happen under the counter lock, but the
+      // unique constraints stay the backstop: report them as the conflict they are.
+      if (e.code === '23505') throw new VersionConflictError(streamId, expected, -1);
+      throw err;
+    }
+  }
+
+  async readStream(streamId: string, options: { fromVersion?: number } = {}) {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${COLUMNS} FROM svc_events WHERE stream_id = $1 AND stream_version >= $2 ORDER BY stream_version`,
+      [streamId, options.fromVersion ?? 1],
+    );
+    const events = rows.map(toEvent);
+    let version = events.at(-1)?.streamVersion ?? 0;
+    if (events.length === 0 && (options.fromVersion ?? 1) > 1) {
+      const r = await this.pool.query<{ v: number }>(
+        'SELECT coalesce(max(stream_version), 0)::bigint AS v FROM svc_events WHERE stream_id = $1',
+        [streamId],
+      );
+      version = r.rows[0]!.v;
+    }
+    return { version, events };
+  }
+
+  async readAll({ after, limit, categories }: ReadAllOptions): Promise<StoredEvent[]> {
+    const { rows } = categories
+      ? await this.pool.query<EventRow>(
+          `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
+           ORDER BY global_position LIMIT $2`,
+          [after, limit, categories],
+        )
+      : await this.pool.query<EventRow>(
+          `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
+          [after, limit],
+        );
+    return rows.map(toEvent);
+  }
+
+  async headPosition(): Promise<number> {
+    const { rows } = await this.pool.query<{ last_position: number }>(
+      'SELECT last_position FROM svc_event_position WHERE singleton',
+    );
+    return rows[0]?.last_position ?? 0;
+  }
+
+  subscribe(
+    after: number,
+    handler: (batch: StoredEvent[]) => Promise<void>,
+    options: { batchSize?: number; pollMs?: number; categories?: readonly string[]; onError?: (err: unknown) => void } = {},
+  ): Subscription {
+    const batchSize = options.batchSize ?? 500;
+    const pollMs = options.pollMs ?? 1_000;
+    let position = after;
+    let closed = false;
+    let wake: (() => void) | null = null;
+    const notified = () => wake?.();
+    let markCaughtUp: () => void = () => {};
+    const caughtUp = new Promise<void>((resolve) => {
+      markCaughtUp = resolve;
+    });
+
+    // LISTEN on a dedicated connection; polling covers a lost connection or a missed notification.
+    let listener: pg.Client | null = null;
+    const listen = async () => {
+      try {
+        const client = new pg.Client({ connectionString: this.connectionString });
+        client.on('error', () => {
+          listener = null;
+        });
+        client.on('notification', notified);
+        await client.connect();
+        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+        if (closed) await client.end();
+        else listener = client;
+      } catch {
+        listener = null;
+      }
+    };
+
+    const loop = async () => {
+      await listen();
+      while (!closed) {
+        try {
+          const batch = await this.readAll({ after: position, limit: batchSize, categories: options.categories });
+          if (batch.length > 0) {
+            await handler(batch);
+            position = batch[batch.length - 1]!.globalPosition;
+            if (batch.length === batchSize) continue;
+          }
+          markCaughtUp();
+        } catch (err) {
+          options.onError?.(err);
+        }
+        if (closed) break;
+        if (!listener) void listen();
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pollMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = null;
+      }
+    };
+    const running = loop();
+    const subscription: Subscription = {
+      caughtUp,
+      close: async () => {
+        closed = true;
+        wake?.();
+        await running;
+        await listener?.end().catch(() => {});
+        listener = null;
+        this.subscriptions.delete(subscription);
+      },
+    };
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+  }
+}
