@@ -79,14 +79,22 @@ export interface Subscription {
 
 export interface EventStore {
   append(streamId: string, expected: ExpectedVersion, events: readonly NewEvent[]): Promise<AppendResult>;
-  readStream(streamId: string, options?: { fromVersion?: number }): Promise<{ version: number; events: StoredEvent[] }>;
+  readStream(
+    streamId: string,
+    options?: { fromVersion?: number },
+  ): Promise<{ version: number; events: StoredEvent[] }>;
   readAll(options: ReadAllOptions): Promise<StoredEvent[]>;
   headPosition(): Promise<number>;
   /** Delivers events in global order from `after`, batch by batch; waits for notifications. */
   subscribe(
     after: number,
     handler: (batch: StoredEvent[]) => Promise<void>,
-    options?: { batchSize?: number; pollMs?: number; categories?: readonly string[]; onError?: (err: unknown) => void },
+    options?: {
+      batchSize?: number;
+      pollMs?: number;
+      categories?: readonly string[];
+      onError?: (err: unknown) => void;
+    },
   ): Subscription;
   close(): Promise<void>;
 }

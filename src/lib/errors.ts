@@ -6,7 +6,11 @@
 
 export const ERROR_CATALOGUE = {
   bad_request: { status: 400, primaryType: 'invalid_request_error', altType: 'invalid_request_error' },
-  invalid_request_error: { status: 400, primaryType: 'invalid_request_error', altType: 'invalid_request_error' },
+  invalid_request_error: {
+    status: 400,
+    primaryType: 'invalid_request_error',
+    altType: 'invalid_request_error',
+  },
   no_compatible_candidate: {
     status: 400,
     primaryType: 'no_compatible_candidate',

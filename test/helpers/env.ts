@@ -1,5 +1,6 @@
 /** Test-only settings: the machine's services, overridable by environment (README "Tests"). */
-export const TEST_DATABASE_URL = process.env.SVC_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const TEST_DATABASE_URL =
+  process.env.SVC_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const TEST_NATS_URL = process.env.SVC_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
 /** A short unique suffix for database, schema, stream and subject names of one test run. */

@@ -1,7 +1,7 @@
 import pg from 'pg';
+import { inject } from 'vitest';
 import { migratePostgres } from '../../src/events/postgres/migrate.js';
 import { createPool, type Pool } from '../../src/events/postgres/pool.js';
-import { inject } from 'vitest';
 import { uniqueSuffix } from './env.js';
 
 export interface TestDatabase {

@@ -62,7 +62,7 @@ export const startEmbeddedPostgres = async (options: {
   /** 0 picks a free port (and keeps it for later starts when still free). */
   port?: number;
   database?: string;
-  onLog?: (line: string) => void;
+  onLog?: (line: unknown) => void;
 }): Promise<EmbeddedPostgresHandle> => {
   const clusterDir = resolve(options.dataDir, 'postgres');
   const stateFile = resolve(options.dataDir, 'postgres.json');
@@ -89,7 +89,14 @@ export const startEmbeddedPostgres = async (options: {
     port,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
+    ],
     onLog: options.onLog ?? (() => {}),
     onError: options.onLog ?? (() => {}),
   });

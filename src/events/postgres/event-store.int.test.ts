@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
-import { IdempotencyMismatchError, type NewEvent, type StoredEvent, VersionConflictError } from '../event-store.js';
+import {
+  IdempotencyMismatchError,
+  type NewEvent,
+  type StoredEvent,
+  VersionConflictError,
+} from '../event-store.js';
 import { PostgresEventStore } from './event-store.js';
 
 // Event store contract (issue 2 "Must show"; ARCHITECTURE.md "The event store").
@@ -67,7 +72,9 @@ describe('append with expected version', () => {
     expect(await store.headPosition()).toBe(head);
     expect((await store.readStream('idem-1')).events).toHaveLength(2);
     // Half a batch already stored is not a retry: refused, nothing written.
-    await expect(store.append('idem-1', 'any', [batch[0]!, ev()])).rejects.toBeInstanceOf(IdempotencyMismatchError);
+    await expect(store.append('idem-1', 'any', [batch[0]!, ev()])).rejects.toBeInstanceOf(
+      IdempotencyMismatchError,
+    );
     expect(await store.headPosition()).toBe(head);
   });
 });
@@ -99,7 +106,7 @@ describe('read all', () => {
     writing = false;
     await reader;
     expect(seen).toHaveLength(20 * perWriter);
-    seen.forEach((e, i) => expect(e.globalPosition).toBe(start + i + 1));
+    expect(seen.map((e) => e.globalPosition)).toEqual(seen.map((_, i) => start + i + 1));
     expect(new Set(seen.map((e) => e.messageId)).size).toBe(seen.length);
     // Per stream, versions arrive in order too.
     for (let w = 0; w < 20; w++) {
@@ -111,9 +118,13 @@ describe('read all', () => {
   it('subscribe delivers appended events in order and wakes on notification', async () => {
     const from = await store.headPosition();
     const got: number[] = [];
-    const sub = store.subscribe(from, async (batch) => {
-      for (const e of batch) got.push(e.globalPosition);
-    }, { pollMs: 60_000 });
+    const sub = store.subscribe(
+      from,
+      async (batch) => {
+        for (const e of batch) got.push(e.globalPosition);
+      },
+      { pollMs: 60_000 },
+    );
     await sub.caughtUp;
     const r = await store.append('sub-1', 'no_stream', [ev(), ev(), ev()]);
     const deadline = Date.now() + 5_000;

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import {
   type AppendResult,
   categoryOf,
@@ -11,6 +10,7 @@ import {
   type Subscription,
   VersionConflictError,
 } from '../event-store.js';
+import { NotificationListener, Waker } from './listener.js';
 import type { Pool } from './pool.js';
 
 interface EventRow {
@@ -54,7 +54,11 @@ export class PostgresEventStore implements EventStore {
     private readonly connectionString: string,
   ) {}
 
-  async append(streamId: string, expected: ExpectedVersion, events: readonly NewEvent[]): Promise<AppendResult> {
+  async append(
+    streamId: string,
+    expected: ExpectedVersion,
+    events: readonly NewEvent[],
+  ): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
     const payload = events.map((e) => ({
       message_id: e.messageId,
@@ -64,10 +68,16 @@ export class PostgresEventStore implements EventStore {
       metadata: e.metadata ?? {},
     }));
     try {
-      const { rows } = await this.pool.query<{ global_position: number; stream_version: number; replayed: boolean }>(
-        'SELECT * FROM svc_append_events($1, $2, $3, $4)',
-        [streamId, categoryOf(streamId), expectedToSql(expected), JSON.stringify(payload)],
-      );
+      const { rows } = await this.pool.query<{
+        global_position: number;
+        stream_version: number;
+        replayed: boolean;
+      }>('SELECT * FROM svc_append_events($1, $2, $3, $4)', [
+        streamId,
+        categoryOf(streamId),
+        expectedToSql(expected),
+        JSON.stringify(payload),
+      ]);
       const last = rows[rows.length - 1]!;
       return {
         nextVersion: last.stream_version,
@@ -127,42 +137,33 @@ export class PostgresEventStore implements EventStore {
   subscribe(
     after: number,
     handler: (batch: StoredEvent[]) => Promise<void>,
-    options: { batchSize?: number; pollMs?: number; categories?: readonly string[]; onError?: (err: unknown) => void } = {},
+    options: {
+      batchSize?: number;
+      pollMs?: number;
+      categories?: readonly string[];
+      onError?: (err: unknown) => void;
+    } = {},
   ): Subscription {
     const batchSize = options.batchSize ?? 500;
     const pollMs = options.pollMs ?? 1_000;
     let position = after;
     let closed = false;
-    let wake: (() => void) | null = null;
-    const notified = () => wake?.();
+    const waker = new Waker();
+    const listener = new NotificationListener(this.connectionString, NOTIFY_CHANNEL, waker.notify);
     let markCaughtUp: () => void = () => {};
     const caughtUp = new Promise<void>((resolve) => {
       markCaughtUp = resolve;
     });
 
-    // LISTEN on a dedicated connection; polling covers a lost connection or a missed notification.
-    let listener: pg.Client | null = null;
-    const listen = async () => {
-      try {
-        const client = new pg.Client({ connectionString: this.connectionString });
-        client.on('error', () => {
-          listener = null;
-        });
-        client.on('notification', notified);
-        await client.connect();
-        await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-        if (closed) await client.end();
-        else listener = client;
-      } catch {
-        listener = null;
-      }
-    };
-
     const loop = async () => {
-      await listen();
       while (!closed) {
+        await listener.ensure();
         try {
-          const batch = await this.readAll({ after: position, limit: batchSize, categories: options.categories });
+          const batch = await this.readAll({
+            after: position,
+            limit: batchSize,
+            categories: options.categories,
+          });
           if (batch.length > 0) {
             await handler(batch);
             position = batch[batch.length - 1]!.globalPosition;
@@ -172,16 +173,7 @@ export class PostgresEventStore implements EventStore {
         } catch (err) {
           options.onError?.(err);
         }
-        if (closed) break;
-        if (!listener) void listen();
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, pollMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = null;
+        if (!closed) await waker.sleep(pollMs);
       }
     };
     const running = loop();
@@ -189,10 +181,9 @@ export class PostgresEventStore implements EventStore {
       caughtUp,
       close: async () => {
         closed = true;
-        wake?.();
+        waker.notify();
         await running;
-        await listener?.end().catch(() => {});
-        listener = null;
+        await listener.close();
         this.subscriptions.delete(subscription);
       },
     };

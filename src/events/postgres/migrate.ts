@@ -2,7 +2,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Pool } from './pool.js';
 
-export const POSTGRES_MIGRATIONS_DIR = fileURLToPath(new URL('../../../migrations/postgres/', import.meta.url));
+export const POSTGRES_MIGRATIONS_DIR = fileURLToPath(
+  new URL('../../../migrations/postgres/', import.meta.url),
+);
 
 /** Fixed advisory-lock key so concurrent starters apply migrations once. */
 const MIGRATION_LOCK = 7_424_001;
@@ -16,7 +18,10 @@ export interface MigrationResult {
  * Applies migrations/postgres/NNNN_*.sql in name order, each in its own transaction, recording
  * each in svc_schema_migrations. Safe to run from several processes at once.
  */
-export const migratePostgres = async (pool: Pool, dir = POSTGRES_MIGRATIONS_DIR): Promise<MigrationResult> => {
+export const migratePostgres = async (
+  pool: Pool,
+  dir = POSTGRES_MIGRATIONS_DIR,
+): Promise<MigrationResult> => {
   const files = (await readdir(dir)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
   const client = await pool.connect();
   try {
@@ -26,7 +31,9 @@ export const migratePostgres = async (pool: Pool, dir = POSTGRES_MIGRATIONS_DIR)
          name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
     const done = new Set(
-      (await client.query<{ name: string }>('SELECT name FROM svc_schema_migrations')).rows.map((r) => r.name),
+      (await client.query<{ name: string }>('SELECT name FROM svc_schema_migrations')).rows.map(
+        (r) => r.name,
+      ),
     );
     const applied: string[] = [];
     for (const file of files) {

@@ -7,7 +7,10 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
-export const createPool = (connectionString: string, options: { max?: number; application?: string } = {}) => {
+export const createPool = (
+  connectionString: string,
+  options: { max?: number; application?: string } = {},
+) => {
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
@@ -20,18 +23,29 @@ export const createPool = (connectionString: string, options: { max?: number; ap
   return pool;
 };
 
-/** Run `fn` inside one transaction on one client; roll back on any throw. */
+const ignore = () => {};
+
+/**
+ * Run `fn` inside one transaction on one client; roll back on any throw. A connection lost while
+ * checked out surfaces as the query's rejection, never as an uncaught 'error' event, and the broken
+ * client is destroyed instead of going back to the pool.
+ */
 export const withTransaction = async <T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> => {
   const client = await pool.connect();
+  client.on('error', ignore);
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
+    await client.query('ROLLBACK').catch((rollbackError: Error) => {
+      broken = rollbackError;
+    });
     throw err;
   } finally {
-    client.release();
+    client.off('error', ignore);
+    client.release(broken);
   }
 };

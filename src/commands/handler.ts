@@ -1,0 +1,69 @@
+import type { EventStore, StoredEvent } from '../events/event-store.js';
+import { VersionConflictError } from '../events/event-store.js';
+import type { CommandContext, Decider, DomainEvent } from './decider.js';
+
+export interface HandleResult<E, S> {
+  events: E[];
+  state: S;
+  version: number;
+  /** True when this command id had been handled before: nothing was appended this time. */
+  replayed: boolean;
+}
+
+const messageIdFor = (commandId: string, index: number) => `${commandId}:${index}`;
+
+const toDomain = <E extends DomainEvent>(e: StoredEvent): E => ({ type: e.type, data: e.data }) as E;
+
+/**
+ * Load the stream, decide, append with the loaded version as the expectation (STYLE.md rule 4).
+ * Retries on a version conflict only when the caller opts in with `retries`.
+ */
+export const handleCommand = async <C, E extends DomainEvent, S>(
+  store: EventStore,
+  decider: Decider<C, E, S>,
+  streamId: string,
+  command: C,
+  context: CommandContext,
+  options: { retries?: number } = {},
+): Promise<HandleResult<E, S>> => {
+  for (let attempt = 0; ; attempt++) {
+    const { version, events: stored } = await store.readStream(streamId);
+    const history = stored.map((e) => toDomain<E>(e));
+    const state = history.reduce(decider.evolve, decider.initialState());
+
+    const prefix = `${context.commandId}:`;
+    const earlier = stored.filter((e) => e.messageId.startsWith(prefix));
+    if (earlier.length > 0) {
+      return { events: earlier.map((e) => toDomain<E>(e)), state, version, replayed: true };
+    }
+
+    const decided = decider.decide(command, state);
+    if (decided.length === 0) return { events: [], state, version, replayed: false };
+    try {
+      const result = await store.append(
+        streamId,
+        version === 0 ? 'no_stream' : version,
+        decided.map((e, i) => ({
+          messageId: messageIdFor(context.commandId, i),
+          type: e.type,
+          data: e.data,
+          metadata: {
+            actor: context.actor,
+            now: context.now,
+            correlation_id: context.correlationId ?? context.commandId,
+            causation_id: context.causationId ?? context.commandId,
+          },
+        })),
+      );
+      return {
+        events: decided,
+        state: decided.reduce(decider.evolve, state),
+        version: result.nextVersion,
+        replayed: result.replayed,
+      };
+    } catch (err) {
+      if (err instanceof VersionConflictError && attempt < (options.retries ?? 0)) continue;
+      throw err;
+    }
+  }
+};

@@ -1,0 +1,204 @@
+import type { StoredEvent } from '../events/event-store.js';
+import { NOTIFY_CHANNEL } from '../events/postgres/event-store.js';
+import { NotificationListener, Waker } from '../events/postgres/listener.js';
+import { type Pool, type PoolClient, withTransaction } from '../events/postgres/pool.js';
+import type { Projection } from './projection.js';
+
+export interface BatchResult {
+  applied: number;
+  position: number;
+  rebuilt: boolean;
+}
+
+interface CheckpointRow {
+  version: number;
+  position: number;
+}
+
+const COLUMNS =
+  'global_position, stream_id, stream_version, message_id, type, schema_version, data, metadata, recorded_at';
+
+const readAfter = async (client: PoolClient, projection: Projection, after: number, limit: number) => {
+  const { rows } = projection.categories
+    ? await client.query(
+        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
+         ORDER BY global_position LIMIT $2`,
+        [after, limit, projection.categories],
+      )
+    : await client.query(
+        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
+        [after, limit],
+      );
+  return rows.map(
+    (r): StoredEvent => ({
+      globalPosition: r.global_position,
+      streamId: r.stream_id,
+      streamVersion: r.stream_version,
+      messageId: r.message_id,
+      type: r.type,
+      schemaVersion: r.schema_version,
+      data: r.data,
+      metadata: r.metadata,
+      recordedAt: r.recorded_at,
+    }),
+  );
+};
+
+/**
+ * Applies one batch: locks the projection's checkpoint row (so two runners never apply one event),
+ * rebuilds when the stored version differs, reads the next events and moves the checkpoint, all in
+ * one transaction.
+ */
+export const runBatch = async (
+  pool: Pool,
+  projection: Projection,
+  options: { batchSize?: number; forceRebuild?: boolean } = {},
+): Promise<BatchResult> =>
+  withTransaction(pool, async (client) => {
+    await client.query(
+      `INSERT INTO svc_projection_checkpoints (name, version, position) VALUES ($1, $2, 0)
+       ON CONFLICT (name) DO NOTHING`,
+      [projection.name, -1],
+    );
+    const { rows } = await client.query<CheckpointRow>(
+      'SELECT version, position FROM svc_projection_checkpoints WHERE name = $1 FOR UPDATE',
+      [projection.name],
+    );
+    let { version, position } = rows[0]!;
+    let rebuilt = false;
+    if (version !== projection.version || options.forceRebuild) {
+      await projection.reset(client);
+      position = 0;
+      version = projection.version;
+      rebuilt = true;
+    }
+    // Appends commit in position order, so every event up to this head is visible to the read below;
+    // a category-filtered projection may then move past positions that hold none of its events.
+    const head = await headPosition(client);
+    const limit = options.batchSize ?? 1_000;
+    const events = await readAfter(client, projection, position, limit);
+    const from = position;
+    if (events.length > 0) {
+      await projection.apply(client, events);
+      position = events[events.length - 1]!.globalPosition;
+    }
+    if (events.length < limit) position = Math.max(position, head);
+    if (position !== from || rebuilt) {
+      await client.query(
+        'UPDATE svc_projection_checkpoints SET version = $2, position = $3, updated_at = now() WHERE name = $1',
+        [projection.name, version, position],
+      );
+    }
+    return { applied: events.length, position, rebuilt };
+  });
+
+const headPosition = async (client: Pool | PoolClient): Promise<number> =>
+  (await client.query<{ p: number }>('SELECT last_position AS p FROM svc_event_position WHERE singleton'))
+    .rows[0]?.p ?? 0;
+
+export const checkpointOf = async (pool: Pool, name: string): Promise<CheckpointRow | null> => {
+  const { rows } = await pool.query<CheckpointRow>(
+    'SELECT version, position FROM svc_projection_checkpoints WHERE name = $1',
+    [name],
+  );
+  return rows[0] ?? null;
+};
+
+/**
+ * Rebuild one projection from position 0 to the current head, reporting progress. The reset and the
+ * first batch commit together, so readers never see the read model emptied without a checkpoint.
+ */
+export const rebuildProjection = async (
+  pool: Pool,
+  projection: Projection,
+  onProgress: (position: number, head: number) => void = () => {},
+  options: { batchSize?: number } = {},
+): Promise<{ events: number; position: number }> => {
+  const head = await headPosition(pool);
+  let events = 0;
+  let first = await runBatch(pool, projection, { ...options, forceRebuild: true });
+  events += first.applied;
+  onProgress(first.position, head);
+  while (first.position < head) {
+    first = await runBatch(pool, projection, options);
+    events += first.applied;
+    onProgress(first.position, head);
+  }
+  return { events, position: first.position };
+};
+
+/**
+ * Keeps a set of projections up to date: runs batches until each is caught up, then sleeps until an
+ * append notification or the poll interval.
+ */
+export class ProjectionRunner {
+  private stopped = false;
+  private running: Promise<void> | null = null;
+  private readonly waker = new Waker();
+  private readonly listener: NotificationListener;
+  lastError: unknown = null;
+
+  constructor(
+    private readonly pool: Pool,
+    connectionString: string,
+    private readonly projections: readonly Projection[],
+    private readonly options: {
+      batchSize?: number;
+      pollMs?: number;
+      onError?: (name: string, err: unknown) => void;
+    } = {},
+  ) {
+    this.listener = new NotificationListener(connectionString, NOTIFY_CHANNEL, this.waker.notify);
+  }
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      await this.listener.ensure();
+      let busy = false;
+      for (const projection of this.projections) {
+        if (this.stopped) break;
+        try {
+          const r = await runBatch(this.pool, projection, { batchSize: this.options.batchSize });
+          if (r.applied > 0) busy = true;
+          this.lastError = null;
+        } catch (err) {
+          this.lastError = err;
+          this.options.onError?.(projection.name, err);
+        }
+      }
+      if (!busy && !this.stopped) await this.waker.sleep(this.options.pollMs ?? 1_000);
+    }
+  }
+
+  /** Resolves when every projection has reached the head position seen at call time. */
+  async waitForHead(timeoutMs = 10_000): Promise<void> {
+    const head = await headPosition(this.pool);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { rows } = await this.pool.query<{ position: number; name: string }>(
+        'SELECT name, position FROM svc_projection_checkpoints WHERE name = ANY($1)',
+        [this.projections.map((p) => p.name)],
+      );
+      const behind = this.projections.filter((p) => {
+        const row = rows.find((r) => r.name === p.name);
+        return !row || row.position < head;
+      });
+      if (behind.length === 0) return;
+      if (Date.now() > deadline)
+        throw new Error(`projections behind head ${head}: ${behind.map((p) => p.name).join(', ')}`);
+      this.waker.notify();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.waker.notify();
+    await this.running;
+    await this.listener.close();
+  }
+}
