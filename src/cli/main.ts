@@ -1,0 +1,21 @@
+import { Command, CommanderError } from 'commander';
+import { VERSION } from '../lib/version.js';
+import { registerDatabaseCommands } from './commands/database.js';
+import { registerServe } from './commands/serve.js';
+import { fail } from './output.js';
+
+const program = new Command('svc')
+  .description('Model Gateway Service: one binary for every role and every operator command')
+  .version(VERSION)
+  .showHelpAfterError('(run with --help for usage)')
+  .exitOverride();
+
+registerServe(program);
+registerDatabaseCommands(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode);
+  fail(err, process.argv.includes('--json'));
+}

@@ -1,0 +1,133 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { FastifyInstance } from 'fastify';
+import { type Logger, pino } from 'pino';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Config } from '../config/config.js';
+import { bindGrpc, createGrpcServer } from '../edges/grpc/server.js';
+import { createHttpServer } from '../edges/http/server.js';
+import { PostgresEventStore } from '../events/postgres/event-store.js';
+import { VERSION } from '../lib/version.js';
+import { HealthRegistry } from '../roles/health.js';
+import { ROLE_FACTORIES } from '../roles/index.js';
+import { ROLE_NAMES, type Role, type RoleName } from '../roles/role.js';
+import { CliError } from './output.js';
+import { type Database, dataDirOf, loadSecrets, openDatabase, type Secrets } from './runtime.js';
+
+export interface RunningService {
+  httpUrl: string;
+  httpPort: number;
+  grpcPort: number;
+  roles: RoleName[];
+  notBuilt: RoleName[];
+  database: Database;
+  secrets: Secrets;
+  logger: Logger;
+  app: FastifyInstance;
+  stop(): Promise<void>;
+}
+
+export const parseRoles = (value: string | undefined): RoleName[] => {
+  if (!value || value === 'all') return [...ROLE_NAMES];
+  const names = value
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !(ROLE_NAMES as readonly string[]).includes(n));
+  if (unknown.length > 0)
+    throw new CliError(`unknown role ${unknown.join(', ')} (roles: ${ROLE_NAMES.join(', ')})`);
+  return [...new Set(names)] as RoleName[];
+};
+
+/**
+ * The composition root of `svc serve`: opens the ports, builds each requested role, serves HTTP and
+ * gRPC, starts background work, and returns a handle whose stop() drains everything in order.
+ */
+export const startService = async (
+  config: Config,
+  options: { roles: RoleName[]; logger?: Logger },
+): Promise<RunningService> => {
+  const logger = options.logger ?? pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
+  const secrets = await loadSecrets(config);
+  const database = await openDatabase(config, {
+    application: 'svc-serve',
+    poolSize: 20,
+    onLog: (line) => logger.debug({ postgres: String(line).trim() }),
+  });
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+  const health = new HealthRegistry();
+  health.register('postgres', async () => {
+    await database.pool.query('SELECT 1');
+  });
+  const eventStore = new PostgresEventStore(database.pool, database.url);
+  const ctx = {
+    config,
+    dataDir: dataDirOf(config),
+    databaseUrl: database.url,
+    pool: database.pool,
+    eventStore,
+    logger,
+    metrics,
+    health,
+    adminToken: secrets.adminToken,
+    masterKey: secrets.masterKey,
+  };
+
+  const roles: Role[] = [];
+  const notBuilt: RoleName[] = [];
+  let app: FastifyInstance | null = null;
+  let grpcServer: grpc.Server | null = null;
+  const started: Role[] = [];
+
+  const stop = async () => {
+    await app?.close().catch((err: unknown) => logger.error({ err }, 'http close failed'));
+    await new Promise<void>((resolve) => {
+      if (!grpcServer) return resolve();
+      grpcServer.tryShutdown(() => resolve());
+    });
+    for (const role of [...started].reverse()) {
+      await Promise.resolve(role.stop?.()).catch((err: unknown) =>
+        logger.error({ err, role: role.name }, 'role stop failed'),
+      );
+    }
+    await eventStore.close();
+    await database.close();
+  };
+
+  try {
+    for (const name of options.roles) {
+      const factory = ROLE_FACTORIES[name];
+      if (factory) roles.push(await factory(ctx));
+      else notBuilt.push(name);
+    }
+    app = await createHttpServer({ logger, metrics, health, roles });
+    await app.listen({ host: config.SVC_HTTP_HOST, port: config.SVC_HTTP_PORT });
+    const address = app.server.address();
+    const httpPort = typeof address === 'object' && address ? address.port : config.SVC_HTTP_PORT;
+    grpcServer = createGrpcServer({ health, roles, version: VERSION });
+    const grpcPort = await bindGrpc(grpcServer, config.SVC_HTTP_HOST, config.SVC_GRPC_PORT);
+    for (const role of roles) {
+      await role.start?.();
+      started.push(role);
+    }
+    const host = config.SVC_HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.SVC_HTTP_HOST;
+    return {
+      httpUrl: `http://${host}:${httpPort}`,
+      httpPort,
+      grpcPort,
+      roles: roles.map((r) => r.name),
+      notBuilt,
+      database,
+      secrets,
+      logger,
+      app,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    if (err instanceof CliError) throw err;
+    const code = (err as { code?: string }).code;
+    if (code === 'EADDRINUSE') throw new CliError(`port already in use: ${(err as Error).message}`);
+    throw err;
+  }
+};

@@ -1,0 +1,85 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { Logger } from 'pino';
+import { Histogram, type Registry } from 'prom-client';
+import { renderApiError, ServiceError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { HealthRegistry } from '../../roles/health.js';
+import type { Role } from '../../roles/role.js';
+
+export interface HttpServerOptions {
+  logger: Logger;
+  metrics: Registry;
+  health: HealthRegistry;
+  roles: readonly Role[];
+  bodyLimit?: number;
+}
+
+/**
+ * One fastify server for every role in the process: each role registers its routes in its own
+ * plugin scope; /healthz and /metrics are shared.
+ */
+export const createHttpServer = async (options: HttpServerOptions): Promise<FastifyInstance> => {
+  const app: FastifyInstance = Fastify({
+    loggerInstance: options.logger as FastifyBaseLogger,
+    genReqId: () => newId('http'),
+    requestIdHeader: false,
+    // Per-request access logs cost the hot path two log lines; durations go to /metrics instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    forceCloseConnections: 'idle',
+    bodyLimit: options.bodyLimit ?? 32 * 1024 * 1024,
+    return503OnClosing: true,
+  });
+
+  const duration = new Histogram({
+    name: 'svc_http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [options.metrics],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    duration.observe(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1_000,
+    );
+  });
+
+  app.get('/healthz', async (_request, reply) => {
+    const report = await options.health.report();
+    return reply.code(report.ok ? 200 : 503).send({
+      status: report.ok ? 'ok' : 'degraded',
+      roles: options.roles.map((r) => r.name),
+      dependencies: report.dependencies,
+    });
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const body = await options.metrics.metrics();
+    return reply.type(options.metrics.contentType).send(body);
+  });
+
+  // Routes of roles render their own dialect's envelope; this is the fallback for everything else.
+  app.setErrorHandler((err, request, reply) => {
+    if (err instanceof ServiceError) return reply.code(err.status).send(renderApiError(err));
+    const { statusCode, code, message } = err as { statusCode?: number; code?: string; message?: string };
+    if (statusCode && statusCode >= 400 && statusCode < 500) {
+      return reply.code(statusCode).send({ error: code ?? 'bad_request', message: message ?? 'bad request' });
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.code(500).send({ error: 'internal_error', message: 'internal error' });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .code(404)
+      .send({ error: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` }),
+  );
+
+  for (const role of options.roles) {
+    if (role.http) await app.register(async (scope) => role.http?.(scope));
+  }
+  return app;
+};

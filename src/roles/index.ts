@@ -1,0 +1,10 @@
+import { projectorRole } from './projector.js';
+import type { RoleFactory, RoleName } from './role.js';
+
+/**
+ * Roles built so far. A role named in ROLE_NAMES but absent here is accepted by `--roles` and
+ * reported as not built yet.
+ */
+export const ROLE_FACTORIES: Partial<Record<RoleName, RoleFactory>> = {
+  projector: projectorRole,
+};

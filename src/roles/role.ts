@@ -1,0 +1,50 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/config.js';
+import type { EventStore } from '../events/event-store.js';
+import type { Pool } from '../events/postgres/pool.js';
+import type { HealthRegistry } from './health.js';
+
+/** Every role `svc serve --roles` knows (ARCHITECTURE.md "One codebase, one CLI, several roles"). */
+export const ROLE_NAMES = [
+  'gateway',
+  'control-plane',
+  'auth',
+  'query',
+  'trace-ingest',
+  'ingest',
+  'projector',
+  'audit',
+  'policy',
+] as const;
+export type RoleName = (typeof ROLE_NAMES)[number];
+
+/** What the composition root hands each role: ports, config and the process's shared registries. */
+export interface RoleContext {
+  config: Config;
+  dataDir: string;
+  databaseUrl: string;
+  pool: Pool;
+  eventStore: EventStore;
+  logger: Logger;
+  metrics: Registry;
+  health: HealthRegistry;
+  adminToken: string;
+  masterKey: Buffer;
+}
+
+export interface Role {
+  name: RoleName;
+  /** Registers the role's HTTP routes (a fastify plugin scope). */
+  http?(app: FastifyInstance): Promise<void> | void;
+  /** Adds the role's gRPC services. */
+  grpc?(server: grpc.Server): void;
+  /** Starts background work (consumers, projectors); runs after the servers listen. */
+  start?(): Promise<void> | void;
+  /** Stops background work; called in reverse start order during shutdown. */
+  stop?(): Promise<void> | void;
+}
+
+export type RoleFactory = (ctx: RoleContext) => Role | Promise<Role>;

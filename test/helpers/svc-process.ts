@@ -1,0 +1,90 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
+
+export interface SvcRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one `svc` command to completion. */
+export const runSvc = (args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<SvcRun> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SVC_BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: 'pipe',
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`svc ${args.join(' ')} timed out; stderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+
+export interface ServeProcess {
+  child: ChildProcess;
+  httpUrl: string;
+  grpcPort: number;
+  output: () => string;
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `svc serve --json` and resolves once it printed its start-up line. */
+export const startServe = (
+  env: NodeJS.ProcessEnv,
+  args: string[] = [],
+  timeoutMs = 60_000,
+): Promise<ServeProcess> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SVC_BIN, 'serve', '--json', ...args], {
+      env: { ...process.env, SVC_HTTP_PORT: '0', SVC_GRPC_PORT: '0', SVC_LOG_LEVEL: 'warn', ...env },
+      stdio: 'pipe',
+    });
+    let out = '';
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`svc serve did not start in ${timeoutMs} ms: ${out}`));
+    }, timeoutMs);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      for (const line of out.split('\n')) {
+        if (!line.includes('"http_url"')) continue;
+        clearTimeout(timer);
+        const started = JSON.parse(line) as { http_url: string; grpc_port: number };
+        resolve({
+          child,
+          httpUrl: started.http_url,
+          grpcPort: started.grpc_port,
+          output: () => out,
+          stop: async (signal = 'SIGTERM') => {
+            child.kill(signal);
+            return exited;
+          },
+        });
+        return;
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`svc serve exited with ${code}: ${out}`));
+    });
+  });
