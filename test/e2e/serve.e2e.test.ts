@@ -108,6 +108,16 @@ describe('svc serve on the embedded default', () => {
     await pool2.end();
     expect(events.events.map((e) => e.data)).toEqual([{ n: 42 }]);
     expect(catalogue.rows).toEqual([{ version: 1 }]);
+
+    // `svc replay` rebuilds the catalogue beside the running service and prints a summary.
+    const replay = await runSvc(['replay', 'streams', '--json'], {
+      SVC_DATA_DIR: dataDir,
+      SVC_DATABASE_URL: '',
+    });
+    expect(replay.code).toBe(0);
+    expect(JSON.parse(replay.stdout)).toMatchObject({ projection: 'streams', events: 1, version: 1 });
+    const human = await runSvc(['replay', 'streams'], { SVC_DATA_DIR: dataDir, SVC_DATABASE_URL: '' });
+    expect(human.stdout).toMatch(/^replayed 1 events into streams \(v1\) up to position 1 in [\d.]+s$/m);
     expect(await serve.stop('SIGINT')).toBe(0);
   });
 });

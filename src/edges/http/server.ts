@@ -48,6 +48,17 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     );
   });
 
+  // Node's close() ends only the connections idle at that moment; a keep-alive connection whose
+  // request was in flight would then hold shutdown open for the keep-alive timeout. Tell it to close.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('connection', 'close');
+    return payload;
+  });
+
   app.get('/healthz', async (_request, reply) => {
     const report = await options.health.report();
     return reply.code(report.ok ? 200 : 503).send({

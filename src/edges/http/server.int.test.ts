@@ -1,0 +1,84 @@
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { HealthRegistry } from '../../roles/health.js';
+import type { Role } from '../../roles/role.js';
+import { createHttpServer } from './server.js';
+
+// Issue 2 Build 7: /healthz reports each dependency (503 when one is down); graceful shutdown
+// stops accepting and drains in-flight requests.
+
+const silent = pino({ level: 'silent' });
+
+describe('http server', () => {
+  it('answers /healthz 503 naming the dependency that is down', async () => {
+    const health = new HealthRegistry();
+    health.register('postgres', async () => {});
+    health.register('bus', async () => {
+      throw new Error('connection refused');
+    });
+    const app = await createHttpServer({ logger: silent, metrics: new Registry(), health, roles: [] });
+    const res = await app.inject({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({
+      status: 'degraded',
+      dependencies: { postgres: { status: 'up' }, bus: { status: 'down', detail: 'connection refused' } },
+    });
+    await app.close();
+  });
+
+  it('a dependency that hangs is reported down within the bound', async () => {
+    const health = new HealthRegistry();
+    health.register('slow', () => new Promise(() => {}));
+    const report = await health.report(100);
+    expect(report.ok).toBe(false);
+    expect(report.dependencies.slow?.detail).toContain('no answer within 100 ms');
+  });
+
+  it('drains an in-flight request on close and refuses new connections', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const slowRole: Role = {
+      name: 'gateway',
+      http: (app) => {
+        app.get('/slow', async () => {
+          await gate;
+          return { done: true };
+        });
+      },
+    };
+    const app = await createHttpServer({
+      logger: silent,
+      metrics: new Registry(),
+      health: new HealthRegistry(),
+      roles: [slowRole],
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as { port: number };
+    const inFlight = fetch(`http://127.0.0.1:${port}/slow`);
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = app.close();
+    await new Promise((r) => setTimeout(r, 50));
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+    release();
+    const res = await inFlight;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ done: true });
+    await closing;
+  });
+
+  it('unknown routes are 404 with a message', async () => {
+    const app = await createHttpServer({
+      logger: silent,
+      metrics: new Registry(),
+      health: new HealthRegistry(),
+      roles: [],
+    });
+    const res = await app.inject({ method: 'GET', url: '/nowhere?x=1' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toEqual({ error: 'not_found', message: 'no route for GET /nowhere' });
+    await app.close();
+  });
+});
