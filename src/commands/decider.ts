@@ -22,6 +22,8 @@ export interface CommandContext {
   now: string;
   correlationId?: string;
   causationId?: string;
+  /** The tenant (workspace id) whose audit trail records this change; absent for platform changes. */
+  tenantId?: string;
 }
 
 export const fold = <E extends DomainEvent, S>(

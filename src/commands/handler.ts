@@ -8,6 +8,8 @@ export interface HandleResult<E, S> {
   version: number;
   /** True when this command id had been handled before: nothing was appended this time. */
   replayed: boolean;
+  /** Global position of the last event written (0 when nothing was written). */
+  position: number;
 }
 
 const messageIdFor = (commandId: string, index: number) => `${commandId}:${index}`;
@@ -34,11 +36,17 @@ export const handleCommand = async <C, E extends DomainEvent, S>(
     const prefix = `${context.commandId}:`;
     const earlier = stored.filter((e) => e.messageId.startsWith(prefix));
     if (earlier.length > 0) {
-      return { events: earlier.map((e) => toDomain<E>(e)), state, version, replayed: true };
+      return {
+        events: earlier.map((e) => toDomain<E>(e)),
+        state,
+        version,
+        replayed: true,
+        position: earlier.at(-1)!.globalPosition,
+      };
     }
 
     const decided = decider.decide(command, state);
-    if (decided.length === 0) return { events: [], state, version, replayed: false };
+    if (decided.length === 0) return { events: [], state, version, replayed: false, position: 0 };
     try {
       const result = await store.append(
         streamId,
@@ -52,6 +60,7 @@ export const handleCommand = async <C, E extends DomainEvent, S>(
             now: context.now,
             correlation_id: context.correlationId ?? context.commandId,
             causation_id: context.causationId ?? context.commandId,
+            ...(context.tenantId ? { tenant_id: context.tenantId } : {}),
           },
         })),
       );
@@ -60,6 +69,7 @@ export const handleCommand = async <C, E extends DomainEvent, S>(
         state: decided.reduce(decider.evolve, state),
         version: result.nextVersion,
         replayed: result.replayed,
+        position: result.lastPosition,
       };
     } catch (err) {
       if (err instanceof VersionConflictError && attempt < (options.retries ?? 0)) continue;

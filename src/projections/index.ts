@@ -1,8 +1,9 @@
+import { controlPlaneProjection } from './control-plane/projection.js';
 import type { Projection } from './projection.js';
 import { streamCatalogProjection } from './streams/projection.js';
 
 /** Every Postgres read model the projector role keeps and `svc replay` can rebuild. */
-export const PROJECTIONS: readonly Projection[] = [streamCatalogProjection];
+export const PROJECTIONS: readonly Projection[] = [streamCatalogProjection, controlPlaneProjection];
 
 export const findProjection = (name: string): Projection | undefined =>
   PROJECTIONS.find((p) => p.name === name);

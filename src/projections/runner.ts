@@ -202,3 +202,15 @@ export class ProjectionRunner {
     await this.listener.close();
   }
 }
+
+/**
+ * Read-your-writes: brings `projection` up to `position`, applying batches in this process when no
+ * projector got there first (the checkpoint lock keeps this safe beside a running projector).
+ */
+export const catchUp = async (pool: Pool, projection: Projection, position: number): Promise<void> => {
+  for (;;) {
+    const cp = await checkpointOf(pool, projection.name);
+    if (cp && cp.version === projection.version && cp.position >= position) return;
+    await runBatch(pool, projection);
+  }
+};

@@ -1,0 +1,326 @@
+import type { Pool } from '../../events/postgres/pool.js';
+import { hashSecret } from '../../lib/crypto.js';
+import { ServiceError } from '../../lib/errors.js';
+
+/**
+ * Read-model queries of the control plane. Every listing names its columns: no hash or ciphertext
+ * column is ever selected into an answer.
+ */
+
+export interface OrgRow {
+  org_id: string;
+  workspace_id: string;
+  name: string;
+  provider_disallow: string[];
+  tracing: boolean;
+  created_at: Date;
+}
+export interface ProjectRow {
+  project_id: string;
+  org_id: string;
+  workspace_id: string;
+  name: string;
+  tracing: boolean;
+  created_at: Date;
+}
+export interface ApiKeyRow {
+  api_key_id: string;
+  project_id: string;
+  org_id: string;
+  workspace_id: string;
+  name: string;
+  prefix: string;
+  tracing: boolean;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+export interface ConnectionRow {
+  id: string;
+  workspace_id: string;
+  org_id: string;
+  project_id: string | null;
+  provider: string;
+  name: string;
+  base_url: string | null;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+}
+export interface TraceIngestKeyRow {
+  id: string;
+  project_id: string;
+  org_id: string;
+  workspace_id: string;
+  name: string;
+  prefix: string;
+  created_at: Date;
+  rotated_at: Date | null;
+  revoked_at: Date | null;
+}
+export interface SessionPrincipal {
+  user_id: string;
+  email: string;
+  memberships: Map<string, 'manager' | 'member'>;
+}
+
+const API_KEY_COLUMNS =
+  'api_key_id, project_id, org_id, workspace_id, name, prefix, tracing, created_at, revoked_at';
+const CONNECTION_COLUMNS =
+  'connection_id AS id, workspace_id, org_id, project_id, provider, name, base_url, metadata, created_at';
+const TRACE_KEY_COLUMNS =
+  'trace_ingest_key_id AS id, project_id, org_id, workspace_id, name, prefix, created_at, rotated_at, revoked_at';
+
+const one = <T>(rows: T[]): T | null => rows[0] ?? null;
+
+export class ControlPlaneReads {
+  constructor(private readonly pool: Pool) {}
+
+  async workspace(id: string) {
+    return one(
+      (
+        await this.pool.query<{ workspace_id: string; name: string; created_at: Date }>(
+          'SELECT * FROM rm_workspaces WHERE workspace_id = $1',
+          [id],
+        )
+      ).rows,
+    );
+  }
+
+  async workspaces(ids?: readonly string[]) {
+    const { rows } = ids
+      ? await this.pool.query(
+          'SELECT workspace_id, name, created_at FROM rm_workspaces WHERE workspace_id = ANY($1) ORDER BY name',
+          [ids],
+        )
+      : await this.pool.query('SELECT workspace_id, name, created_at FROM rm_workspaces ORDER BY name');
+    return rows as { workspace_id: string; name: string; created_at: Date }[];
+  }
+
+  async members(workspaceId: string) {
+    return (
+      await this.pool.query(
+        `SELECT m.user_id, u.email, m.role FROM rm_workspace_members m JOIN rm_users u USING (user_id)
+         WHERE m.workspace_id = $1 ORDER BY u.email`,
+        [workspaceId],
+      )
+    ).rows as { user_id: string; email: string; role: string }[];
+  }
+
+  async organization(id: string) {
+    return one((await this.pool.query<OrgRow>('SELECT * FROM rm_orgs WHERE org_id = $1', [id])).rows);
+  }
+
+  async requireOrganization(id: string, param?: string): Promise<OrgRow> {
+    const org = await this.organization(id);
+    if (!org) throw new ServiceError('not_found', 'organization not found', param ? { param } : {});
+    return org;
+  }
+
+  async organizations(workspaceIds?: readonly string[]) {
+    const { rows } = workspaceIds
+      ? await this.pool.query<OrgRow>('SELECT * FROM rm_orgs WHERE workspace_id = ANY($1) ORDER BY name', [
+          workspaceIds,
+        ])
+      : await this.pool.query<OrgRow>('SELECT * FROM rm_orgs ORDER BY name');
+    return rows;
+  }
+
+  async project(id: string) {
+    return one(
+      (await this.pool.query<ProjectRow>('SELECT * FROM rm_projects WHERE project_id = $1', [id])).rows,
+    );
+  }
+
+  async requireProject(id: string, param?: string): Promise<ProjectRow> {
+    const project = await this.project(id);
+    if (!project) throw new ServiceError('not_found', 'project not found', param ? { param } : {});
+    return project;
+  }
+
+  async projects(filter: { orgId?: string; workspaceIds?: readonly string[] }) {
+    const { rows } = await this.pool.query<ProjectRow>(
+      `SELECT * FROM rm_projects WHERE ($1::text IS NULL OR org_id = $1) AND ($2::text[] IS NULL OR workspace_id = ANY($2))
+       ORDER BY name`,
+      [filter.orgId ?? null, filter.workspaceIds ?? null],
+    );
+    return rows;
+  }
+
+  async apiKey(id: string) {
+    return one(
+      (
+        await this.pool.query<ApiKeyRow>(`SELECT ${API_KEY_COLUMNS} FROM rm_api_keys WHERE api_key_id = $1`, [
+          id,
+        ])
+      ).rows,
+    );
+  }
+
+  async requireApiKey(id: string): Promise<ApiKeyRow> {
+    const key = await this.apiKey(id);
+    if (!key) throw new ServiceError('not_found', 'api key not found');
+    return key;
+  }
+
+  async apiKeys(filter: { projectId?: string; workspaceIds?: readonly string[] }) {
+    const { rows } = await this.pool.query<ApiKeyRow>(
+      `SELECT ${API_KEY_COLUMNS} FROM rm_api_keys
+       WHERE ($1::text IS NULL OR project_id = $1) AND ($2::text[] IS NULL OR workspace_id = ANY($2)) ORDER BY created_at`,
+      [filter.projectId ?? null, filter.workspaceIds ?? null],
+    );
+    return rows;
+  }
+
+  async connection(id: string) {
+    return one(
+      (
+        await this.pool.query<ConnectionRow>(
+          `SELECT ${CONNECTION_COLUMNS} FROM rm_connections WHERE connection_id = $1 AND deleted_at IS NULL`,
+          [id],
+        )
+      ).rows,
+    );
+  }
+
+  async requireConnection(id: string): Promise<ConnectionRow> {
+    const c = await this.connection(id);
+    if (!c) throw new ServiceError('not_found', 'provider key not found');
+    return c;
+  }
+
+  async connections(filter: { projectId?: string; orgId?: string; workspaceIds?: readonly string[] }) {
+    const { rows } = await this.pool.query<ConnectionRow>(
+      `SELECT ${CONNECTION_COLUMNS} FROM rm_connections WHERE deleted_at IS NULL
+         AND ($1::text IS NULL OR project_id = $1) AND ($2::text IS NULL OR org_id = $2)
+         AND ($3::text[] IS NULL OR workspace_id = ANY($3)) ORDER BY created_at`,
+      [filter.projectId ?? null, filter.orgId ?? null, filter.workspaceIds ?? null],
+    );
+    return rows;
+  }
+
+  async platformKeys() {
+    return (
+      await this.pool.query(
+        'SELECT provider, base_url, metadata, updated_at FROM rm_platform_keys ORDER BY provider',
+      )
+    ).rows as {
+      provider: string;
+      base_url: string | null;
+      metadata: Record<string, unknown>;
+      updated_at: Date;
+    }[];
+  }
+
+  async traceIngestKey(id: string) {
+    return one(
+      (
+        await this.pool.query<TraceIngestKeyRow>(
+          `SELECT ${TRACE_KEY_COLUMNS} FROM rm_trace_ingest_keys WHERE trace_ingest_key_id = $1`,
+          [id],
+        )
+      ).rows,
+    );
+  }
+
+  async requireTraceIngestKey(id: string): Promise<TraceIngestKeyRow> {
+    const k = await this.traceIngestKey(id);
+    if (!k || k.revoked_at) throw new ServiceError('not_found', 'trace ingest key not found');
+    return k;
+  }
+
+  async traceIngestKeys(filter: { projectId?: string; workspaceIds?: readonly string[] }) {
+    const { rows } = await this.pool.query<TraceIngestKeyRow>(
+      `SELECT ${TRACE_KEY_COLUMNS} FROM rm_trace_ingest_keys
+       WHERE ($1::text IS NULL OR project_id = $1) AND ($2::text[] IS NULL OR workspace_id = ANY($2)) ORDER BY created_at`,
+      [filter.projectId ?? null, filter.workspaceIds ?? null],
+    );
+    return rows;
+  }
+
+  /** The project a live trace-ingest secret belongs to, or null (revoked, rotated away or unknown). */
+  async verifyTraceIngestSecret(secret: string) {
+    return one(
+      (
+        await this.pool.query<{ id: string; project_id: string; org_id: string; workspace_id: string }>(
+          `SELECT trace_ingest_key_id AS id, project_id, org_id, workspace_id FROM rm_trace_ingest_keys
+           WHERE secret_hash = $1 AND revoked_at IS NULL`,
+          [hashSecret(secret)],
+        )
+      ).rows,
+    );
+  }
+
+  async dimension(id: string) {
+    return one(
+      (
+        await this.pool.query<{
+          definition_id: string;
+          workspace_id: string;
+          key: string;
+          description: string;
+          created_at: Date;
+          archived_at: Date | null;
+        }>('SELECT * FROM rm_dimension_definitions WHERE definition_id = $1', [id])
+      ).rows,
+    );
+  }
+
+  async dimensions(workspaceId: string, includeArchived: boolean) {
+    return (
+      await this.pool.query(
+        `SELECT definition_id, workspace_id, key, description, created_at, archived_at FROM rm_dimension_definitions
+         WHERE workspace_id = $1 AND ($2 OR archived_at IS NULL) ORDER BY key`,
+        [workspaceId, includeArchived],
+      )
+    ).rows;
+  }
+
+  /** Assignments of a key; with `at`, only those applying at that instant ([from, to)). */
+  async dimensionAssignments(apiKeyId: string, at?: string) {
+    return (
+      await this.pool.query(
+        `SELECT a.definition_id, d.key, a.value, a.effective_from, a.effective_to
+         FROM rm_dimension_assignments a JOIN rm_dimension_definitions d USING (definition_id)
+         WHERE a.api_key_id = $1
+           AND ($2::timestamptz IS NULL OR (a.effective_from <= $2 AND (a.effective_to IS NULL OR $2 < a.effective_to)))
+         ORDER BY d.key, a.effective_from`,
+        [apiKeyId, at ?? null],
+      )
+    ).rows as {
+      definition_id: string;
+      key: string;
+      value: string;
+      effective_from: Date;
+      effective_to: Date | null;
+    }[];
+  }
+
+  async userByEmail(email: string) {
+    return one(
+      (
+        await this.pool.query<{ user_id: string; email: string }>(
+          'SELECT user_id, email FROM rm_users WHERE email = $1',
+          [email],
+        )
+      ).rows,
+    );
+  }
+
+  /** A live (unexpired, unrevoked) session's user and memberships, or null. */
+  async sessionPrincipal(token: string, now: Date): Promise<SessionPrincipal | null> {
+    const { rows } = await this.pool.query<{
+      user_id: string;
+      email: string;
+      workspace_id: string | null;
+      role: 'manager' | 'member' | null;
+    }>(
+      `SELECT s.user_id, u.email, m.workspace_id, m.role
+       FROM rm_sessions s JOIN rm_users u USING (user_id) LEFT JOIN rm_workspace_members m ON m.user_id = s.user_id
+       WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2`,
+      [hashSecret(token), now],
+    );
+    if (rows.length === 0) return null;
+    const memberships = new Map<string, 'manager' | 'member'>();
+    for (const r of rows) if (r.workspace_id && r.role) memberships.set(r.workspace_id, r.role);
+    return { user_id: rows[0]!.user_id, email: rows[0]!.email, memberships };
+  }
+}

@@ -1,0 +1,68 @@
+import { assertNever } from '../../lib/assert.js';
+import { ServiceError } from '../../lib/errors.js';
+import type { Decider } from '../decider.js';
+
+export type OrganizationEvent =
+  | { type: 'OrganizationCreated'; data: { org_id: string; workspace_id: string; name: string } }
+  | { type: 'ProviderDisallowListSet'; data: { providers: string[] } }
+  | { type: 'OrganizationTracingSet'; data: { enabled: boolean } };
+
+export type OrganizationCommand =
+  | { type: 'CreateOrganization'; orgId: string; workspaceId: string; name: string }
+  | { type: 'SetProviderDisallowList'; providers: string[] }
+  | { type: 'SetOrganizationTracing'; enabled: boolean };
+
+export interface Organization {
+  exists: boolean;
+  workspaceId: string;
+  disallow: string[];
+  tracing: boolean;
+}
+
+export const organizationStream = (orgId: string) => `org-${orgId}`;
+
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((x, i) => x === b[i]);
+
+export const organizationDecider: Decider<OrganizationCommand, OrganizationEvent, Organization> = {
+  initialState: () => ({ exists: false, workspaceId: '', disallow: [], tracing: false }),
+  decide: (cmd, s) => {
+    if (cmd.type === 'CreateOrganization') {
+      if (s.exists)
+        throw new ServiceError('conflict', `organization ${cmd.name} already exists in this workspace`);
+      return [
+        {
+          type: 'OrganizationCreated',
+          data: { org_id: cmd.orgId, workspace_id: cmd.workspaceId, name: cmd.name },
+        },
+      ];
+    }
+    if (!s.exists) throw new ServiceError('not_found', 'organization not found');
+    switch (cmd.type) {
+      case 'SetProviderDisallowList': {
+        const providers = [...new Set(cmd.providers)].sort();
+        return sameList(providers, s.disallow)
+          ? []
+          : [{ type: 'ProviderDisallowListSet', data: { providers } }];
+      }
+      case 'SetOrganizationTracing':
+        return cmd.enabled === s.tracing
+          ? []
+          : [{ type: 'OrganizationTracingSet', data: { enabled: cmd.enabled } }];
+      default:
+        return assertNever(cmd);
+    }
+  },
+  evolve: (s, e) => {
+    switch (e.type) {
+      case 'OrganizationCreated':
+        return { ...s, exists: true, workspaceId: e.data.workspace_id };
+      case 'ProviderDisallowListSet':
+        return { ...s, disallow: e.data.providers };
+      case 'OrganizationTracingSet':
+        return { ...s, tracing: e.data.enabled };
+      default:
+        return assertNever(e);
+    }
+  },
+};

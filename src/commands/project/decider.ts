@@ -1,0 +1,60 @@
+import { assertNever } from '../../lib/assert.js';
+import { ServiceError } from '../../lib/errors.js';
+import type { Decider } from '../decider.js';
+
+export type ProjectEvent =
+  | {
+      type: 'ProjectCreated';
+      data: { project_id: string; org_id: string; workspace_id: string; name: string };
+    }
+  | { type: 'ProjectTracingSet'; data: { enabled: boolean } };
+
+export type ProjectCommand =
+  | { type: 'CreateProject'; projectId: string; orgId: string; workspaceId: string; name: string }
+  | { type: 'SetProjectTracing'; enabled: boolean };
+
+export interface Project {
+  exists: boolean;
+  tracing: boolean;
+}
+
+export const projectStream = (projectId: string) => `project-${projectId}`;
+
+export const projectDecider: Decider<ProjectCommand, ProjectEvent, Project> = {
+  initialState: () => ({ exists: false, tracing: false }),
+  decide: (cmd, s) => {
+    switch (cmd.type) {
+      case 'CreateProject':
+        if (s.exists)
+          throw new ServiceError('conflict', `project ${cmd.name} already exists in this organization`);
+        return [
+          {
+            type: 'ProjectCreated',
+            data: {
+              project_id: cmd.projectId,
+              org_id: cmd.orgId,
+              workspace_id: cmd.workspaceId,
+              name: cmd.name,
+            },
+          },
+        ];
+      case 'SetProjectTracing':
+        if (!s.exists) throw new ServiceError('not_found', 'project not found');
+        return cmd.enabled === s.tracing
+          ? []
+          : [{ type: 'ProjectTracingSet', data: { enabled: cmd.enabled } }];
+      default:
+        return assertNever(cmd);
+    }
+  },
+  evolve: (s, e) => {
+    switch (e.type) {
+      case 'ProjectCreated':
+        return { ...s, exists: true };
+      case 'ProjectTracingSet':
+        return { ...s, tracing: e.data.enabled };
+      default:
+        return assertNever(e);
+    }
+  },
+};

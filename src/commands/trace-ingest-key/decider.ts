@@ -1,0 +1,89 @@
+import { assertNever } from '../../lib/assert.js';
+import { ServiceError } from '../../lib/errors.js';
+import type { Decider } from '../decider.js';
+
+export type TraceIngestKeyEvent =
+  | {
+      type: 'TraceIngestKeyCreated';
+      data: {
+        trace_ingest_key_id: string;
+        project_id: string;
+        org_id: string;
+        workspace_id: string;
+        name: string;
+        prefix: string;
+        secret_hash: string;
+      };
+    }
+  | { type: 'TraceIngestKeyRotated'; data: { prefix: string; secret_hash: string; rotated_at: string } }
+  | { type: 'TraceIngestKeyRevoked'; data: { revoked_at: string } };
+
+export type TraceIngestKeyCommand =
+  | {
+      type: 'CreateTraceIngestKey';
+      id: string;
+      projectId: string;
+      orgId: string;
+      workspaceId: string;
+      name: string;
+      prefix: string;
+      secretHash: string;
+    }
+  | { type: 'RotateTraceIngestKey'; prefix: string; secretHash: string; now: string }
+  | { type: 'RevokeTraceIngestKey'; now: string };
+
+export interface TraceIngestKey {
+  exists: boolean;
+  revoked: boolean;
+}
+
+export const traceIngestKeyStream = (id: string) => `tracekey-${id}`;
+
+export const traceIngestKeyDecider: Decider<TraceIngestKeyCommand, TraceIngestKeyEvent, TraceIngestKey> = {
+  initialState: () => ({ exists: false, revoked: false }),
+  decide: (cmd, s) => {
+    if (cmd.type === 'CreateTraceIngestKey') {
+      if (s.exists) throw new ServiceError('conflict', 'trace ingest key already exists');
+      return [
+        {
+          type: 'TraceIngestKeyCreated',
+          data: {
+            trace_ingest_key_id: cmd.id,
+            project_id: cmd.projectId,
+            org_id: cmd.orgId,
+            workspace_id: cmd.workspaceId,
+            name: cmd.name,
+            prefix: cmd.prefix,
+            secret_hash: cmd.secretHash,
+          },
+        },
+      ];
+    }
+    if (!s.exists || s.revoked) throw new ServiceError('not_found', 'trace ingest key not found');
+    switch (cmd.type) {
+      case 'RotateTraceIngestKey':
+        return [
+          {
+            type: 'TraceIngestKeyRotated',
+            data: { prefix: cmd.prefix, secret_hash: cmd.secretHash, rotated_at: cmd.now },
+          },
+        ];
+      case 'RevokeTraceIngestKey':
+        return [{ type: 'TraceIngestKeyRevoked', data: { revoked_at: cmd.now } }];
+      default:
+        return assertNever(cmd);
+    }
+  },
+  evolve: (s, e) => {
+    switch (e.type) {
+      case 'TraceIngestKeyCreated':
+        return { ...s, exists: true };
+      case 'TraceIngestKeyRotated':
+        return s;
+      case 'TraceIngestKeyRevoked':
+        return { ...s, revoked: true };
+      default:
+        return assertNever(e);
+    }
+  },
+};

@@ -1,0 +1,62 @@
+import { assertNever } from '../../lib/assert.js';
+import { ServiceError } from '../../lib/errors.js';
+import type { Decider } from '../decider.js';
+
+/** Users and their console sessions. A session is an opaque bearer token stored only as a hash. */
+export type UserEvent =
+  | { type: 'UserRegistered'; data: { user_id: string; email: string } }
+  | { type: 'SessionIssued'; data: { session_id: string; token_hash: string; expires_at: string } }
+  | { type: 'SessionRevoked'; data: { session_id: string; revoked_at: string } };
+
+export type UserCommand =
+  | { type: 'RegisterUser'; userId: string; email: string }
+  | { type: 'IssueSession'; sessionId: string; tokenHash: string; expiresAt: string }
+  | { type: 'RevokeSession'; sessionId: string; now: string };
+
+export interface User {
+  exists: boolean;
+  sessions: Map<string, { revoked: boolean }>;
+}
+
+export const userStream = (userId: string) => `user-${userId}`;
+export const normalizeEmail = (email: string) => email.trim().toLowerCase();
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export const userDecider: Decider<UserCommand, UserEvent, User> = {
+  initialState: () => ({ exists: false, sessions: new Map() }),
+  decide: (cmd, s) => {
+    switch (cmd.type) {
+      case 'RegisterUser':
+        if (!EMAIL.test(cmd.email))
+          throw new ServiceError('bad_request', 'email is not an e-mail address', { param: 'email' });
+        return s.exists ? [] : [{ type: 'UserRegistered', data: { user_id: cmd.userId, email: cmd.email } }];
+      case 'IssueSession':
+        if (!s.exists) throw new ServiceError('not_found', 'user not found');
+        return [
+          {
+            type: 'SessionIssued',
+            data: { session_id: cmd.sessionId, token_hash: cmd.tokenHash, expires_at: cmd.expiresAt },
+          },
+        ];
+      case 'RevokeSession': {
+        const session = s.sessions.get(cmd.sessionId);
+        if (!session || session.revoked) throw new ServiceError('not_found', 'session not found');
+        return [{ type: 'SessionRevoked', data: { session_id: cmd.sessionId, revoked_at: cmd.now } }];
+      }
+      default:
+        return assertNever(cmd);
+    }
+  },
+  evolve: (s, e) => {
+    switch (e.type) {
+      case 'UserRegistered':
+        return { ...s, exists: true };
+      case 'SessionIssued':
+        return { ...s, sessions: new Map(s.sessions).set(e.data.session_id, { revoked: false }) };
+      case 'SessionRevoked':
+        return { ...s, sessions: new Map(s.sessions).set(e.data.session_id, { revoked: true }) };
+      default:
+        return assertNever(e);
+    }
+  },
+};

@@ -1,0 +1,50 @@
+import type { FastifyRequest } from 'fastify';
+import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
+import { safeEqual } from '../../../lib/crypto.js';
+import { ServiceError } from '../../../lib/errors.js';
+
+/** Who is calling a control-plane route: the platform administrator or a signed-in user. */
+export type Principal =
+  | { kind: 'admin' }
+  | { kind: 'user'; userId: string; email: string; memberships: Map<string, 'manager' | 'member'> };
+
+export const actorOf = (p: Principal) => ({ id: p.kind === 'admin' ? 'admin' : `user:${p.userId}` });
+
+export const bearerOf = (request: FastifyRequest): string | null => {
+  const header = request.headers.authorization;
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+};
+
+export const authenticate = async (
+  request: FastifyRequest,
+  reads: ControlPlaneReads,
+  adminToken: string,
+  now: Date,
+): Promise<Principal> => {
+  const token = bearerOf(request);
+  if (!token)
+    throw new ServiceError('unauthenticated', 'missing bearer token: send Authorization: Bearer <token>');
+  if (safeEqual(token, adminToken)) return { kind: 'admin' };
+  const session = await reads.sessionPrincipal(token, now);
+  if (!session) throw new ServiceError('unauthenticated', 'invalid or expired session token');
+  return { kind: 'user', userId: session.user_id, email: session.email, memberships: session.memberships };
+};
+
+export const requireAdmin = (p: Principal): void => {
+  if (p.kind !== 'admin') throw new ServiceError('forbidden', 'only the platform administrator may do this');
+};
+
+/** Members may read; managers may change keys, connections and dimensions of their workspace. */
+export const requireWorkspace = (p: Principal, workspaceId: string, role: 'member' | 'manager'): void => {
+  if (p.kind === 'admin') return;
+  const has = p.memberships.get(workspaceId);
+  if (!has) throw new ServiceError('forbidden', 'this workspace is outside your scope');
+  if (role === 'manager' && has !== 'manager')
+    throw new ServiceError('forbidden', 'a workspace manager role is required');
+};
+
+/** The workspace ids a principal may list; undefined means all (admin). */
+export const visibleWorkspaces = (p: Principal): string[] | undefined =>
+  p.kind === 'admin' ? undefined : [...p.memberships.keys()];

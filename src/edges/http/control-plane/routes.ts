@@ -1,0 +1,334 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { ControlPlane } from '../../../commands/control-plane/service.js';
+import { ServiceError } from '../../../lib/errors.js';
+import {
+  actorOf,
+  authenticate,
+  type Principal,
+  requireAdmin,
+  requireWorkspace,
+  visibleWorkspaces,
+} from './auth.js';
+import { parseBody } from './body.js';
+
+const DIMENSION_GUIDANCE =
+  'Reporting metadata is stored and exported in clear text: never put secrets, credentials or personal data in dimension keys or values.';
+
+const name = z.string();
+const strict = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape);
+const enabledBody = strict({ enabled: z.boolean() });
+
+type Params = Record<string, string>;
+
+/** Control-plane HTTP routes of SPEC 4.6 plus CRUD for workspaces, orgs, projects and keys (issue 4). */
+export const registerControlPlaneRoutes = (
+  app: FastifyInstance,
+  cp: ControlPlane,
+  adminToken: string,
+): void => {
+  const reads = cp.reads;
+  const who = (request: FastifyRequest): Promise<Principal> =>
+    authenticate(request, reads, adminToken, new Date());
+  const params = (request: FastifyRequest) => request.params as Params;
+  const query = (request: FastifyRequest) => request.query as Record<string, string | undefined>;
+
+  // Workspaces and members.
+  app.post('/api/workspaces', async (request, reply) => {
+    const p = await who(request);
+    requireAdmin(p);
+    const body = parseBody(strict({ name }), request.body);
+    const r = await cp.createWorkspace(actorOf(p), body.name);
+    return reply.code(201).send({ workspace_id: r.workspace_id, name: body.name.trim() });
+  });
+  app.get('/api/workspaces', async (request) => ({
+    data: await reads.workspaces(visibleWorkspaces(await who(request))),
+  }));
+  app.get('/api/workspaces/:workspace_id', async (request) => {
+    const p = await who(request);
+    const ws = await reads.workspace(params(request).workspace_id!);
+    if (!ws) throw new ServiceError('not_found', 'workspace not found');
+    requireWorkspace(p, ws.workspace_id, 'member');
+    return ws;
+  });
+  app.get('/api/workspaces/:workspace_id/members', async (request) => {
+    const p = await who(request);
+    const ws = await reads.workspace(params(request).workspace_id!);
+    if (!ws) throw new ServiceError('not_found', 'workspace not found');
+    requireWorkspace(p, ws.workspace_id, 'member');
+    return { data: await reads.members(ws.workspace_id) };
+  });
+  app.post('/api/workspaces/:workspace_id/members', async (request, reply) => {
+    const p = await who(request);
+    const ws = await reads.workspace(params(request).workspace_id!);
+    if (!ws) throw new ServiceError('not_found', 'workspace not found');
+    requireWorkspace(p, ws.workspace_id, 'manager');
+    const body = parseBody(strict({ email: z.string(), role: z.enum(['manager', 'member']) }), request.body);
+    const user = await cp.addUser(actorOf(p), body.email, { workspaceId: ws.workspace_id, role: body.role });
+    return reply.code(201).send({ ...user, workspace_id: ws.workspace_id, role: body.role });
+  });
+
+  // Organizations.
+  app.post('/api/orgs', async (request, reply) => {
+    const p = await who(request);
+    const body = parseBody(strict({ workspace_id: z.string(), name }), request.body);
+    if (!(await reads.workspace(body.workspace_id)))
+      throw new ServiceError('not_found', 'workspace not found', { param: 'workspace_id' });
+    requireWorkspace(p, body.workspace_id, 'manager');
+    const r = await cp.createOrganization(actorOf(p), body.workspace_id, body.name);
+    return reply.code(201).send(await reads.organization(r.org_id));
+  });
+  app.get('/api/orgs', async (request) => ({
+    data: await reads.organizations(visibleWorkspaces(await who(request))),
+  }));
+  const orgFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
+    const p = await who(request);
+    const org = await reads.requireOrganization(params(request).org_id!);
+    requireWorkspace(p, org.workspace_id, role);
+    return { p, org };
+  };
+  app.get('/api/orgs/:org_id', async (request) => (await orgFor(request, 'member')).org);
+  app.patch('/api/orgs/:org_id', async (request) => {
+    const { p, org } = await orgFor(request, 'manager');
+    const body = parseBody(strict({ provider_disallow_list: z.array(z.string().min(1)) }), request.body);
+    await cp.setProviderDisallowList(actorOf(p), org.org_id, body.provider_disallow_list);
+    return reads.organization(org.org_id);
+  });
+  app.patch('/api/orgs/:org_id/tracing', async (request) => {
+    const { p, org } = await orgFor(request, 'manager');
+    const body = parseBody(enabledBody, request.body);
+    await cp.setTracing(actorOf(p), { kind: 'org', id: org.org_id }, body.enabled);
+    return { org_id: org.org_id, tracing: body.enabled };
+  });
+
+  // Projects.
+  app.post('/api/projects', async (request, reply) => {
+    const p = await who(request);
+    const body = parseBody(strict({ org_id: z.string(), name }), request.body);
+    const org = await reads.requireOrganization(body.org_id, 'org_id');
+    requireWorkspace(p, org.workspace_id, 'manager');
+    const r = await cp.createProject(actorOf(p), org.org_id, body.name);
+    return reply.code(201).send(await reads.project(r.project_id));
+  });
+  app.get('/api/projects', async (request) => {
+    const p = await who(request);
+    return {
+      data: await reads.projects({ orgId: query(request).org_id, workspaceIds: visibleWorkspaces(p) }),
+    };
+  });
+  const projectFor = async (
+    request: FastifyRequest,
+    role: 'member' | 'manager',
+    id = params(request).project_id!,
+  ) => {
+    const p = await who(request);
+    const project = await reads.requireProject(id);
+    requireWorkspace(p, project.workspace_id, role);
+    return { p, project };
+  };
+  app.get('/api/projects/:project_id', async (request) => (await projectFor(request, 'member')).project);
+  app.patch('/api/projects/:project_id/tracing', async (request) => {
+    const { p, project } = await projectFor(request, 'manager');
+    const body = parseBody(enabledBody, request.body);
+    await cp.setTracing(actorOf(p), { kind: 'project', id: project.project_id }, body.enabled);
+    return { project_id: project.project_id, tracing: body.enabled };
+  });
+
+  // Service API keys.
+  app.post('/api/api-keys', async (request, reply) => {
+    const body = parseBody(strict({ project_id: z.string(), name }), request.body);
+    const { p } = await projectFor(request, 'manager', body.project_id);
+    return reply.code(201).send(await cp.createApiKey(actorOf(p), body.project_id, body.name));
+  });
+  app.get('/api/api-keys', async (request) => {
+    const p = await who(request);
+    return {
+      data: await reads.apiKeys({ projectId: query(request).project_id, workspaceIds: visibleWorkspaces(p) }),
+    };
+  });
+  const keyFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
+    const p = await who(request);
+    const key = await reads.requireApiKey(params(request).api_key_id!);
+    requireWorkspace(p, key.workspace_id, role);
+    return { p, key };
+  };
+  app.get('/api/api-keys/:api_key_id', async (request) => (await keyFor(request, 'member')).key);
+  app.delete('/api/api-keys/:api_key_id', async (request) => {
+    const { p, key } = await keyFor(request, 'manager');
+    await cp.revokeApiKey(actorOf(p), key.api_key_id);
+    return reads.apiKey(key.api_key_id);
+  });
+  app.patch('/api/api-keys/:api_key_id/tracing', async (request) => {
+    const { p, key } = await keyFor(request, 'manager');
+    const body = parseBody(enabledBody, request.body);
+    await cp.setTracing(actorOf(p), { kind: 'api_key', id: key.api_key_id }, body.enabled);
+    return { api_key_id: key.api_key_id, tracing: body.enabled };
+  });
+
+  // Reporting dimensions (SPEC 2.10).
+  const workspaceFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
+    const p = await who(request);
+    const ws = await reads.workspace(params(request).workspace_id!);
+    if (!ws) throw new ServiceError('not_found', 'workspace not found');
+    requireWorkspace(p, ws.workspace_id, role);
+    return { p, ws };
+  };
+  app.get('/api/workspaces/:workspace_id/reporting-dimensions', async (request) => {
+    const { ws } = await workspaceFor(request, 'member');
+    return {
+      data: await reads.dimensions(ws.workspace_id, query(request).include_archived === 'true'),
+      guidance: DIMENSION_GUIDANCE,
+    };
+  });
+  app.post('/api/workspaces/:workspace_id/reporting-dimensions', async (request, reply) => {
+    const { p, ws } = await workspaceFor(request, 'manager');
+    const body = parseBody(strict({ key: z.string(), description: z.string().optional() }), request.body);
+    const created = await cp.defineDimension(actorOf(p), ws.workspace_id, body.key, body.description);
+    return reply.code(201).send({ ...created, guidance: DIMENSION_GUIDANCE });
+  });
+  app.delete('/api/workspaces/:workspace_id/reporting-dimensions/:definition_id', async (request) => {
+    const { p, ws } = await workspaceFor(request, 'manager');
+    const def = await reads.dimension(params(request).definition_id!);
+    if (!def || def.workspace_id !== ws.workspace_id)
+      throw new ServiceError('not_found', 'reporting dimension not found');
+    await cp.archiveDimension(actorOf(p), ws.workspace_id, def.definition_id);
+    return { ...(await reads.dimension(def.definition_id)), guidance: DIMENSION_GUIDANCE };
+  });
+  app.get('/api/api-keys/:api_key_id/reporting-dimensions', async (request) => {
+    const { key } = await keyFor(request, 'member');
+    const at = query(request).at;
+    if (at !== undefined && Number.isNaN(Date.parse(at)))
+      throw new ServiceError('bad_request', 'at must be an RFC 3339 timestamp', { param: 'at' });
+    return {
+      data: await reads.dimensionAssignments(key.api_key_id, at ?? new Date().toISOString()),
+      guidance: DIMENSION_GUIDANCE,
+    };
+  });
+  app.put('/api/api-keys/:api_key_id/reporting-dimensions', async (request) => {
+    const { p, key } = await keyFor(request, 'manager');
+    const body = parseBody(strict({ definition_id: z.string(), value: z.string() }), request.body);
+    await cp.assignDimension(actorOf(p), key.api_key_id, body.definition_id, body.value);
+    return {
+      data: await reads.dimensionAssignments(key.api_key_id, new Date().toISOString()),
+      guidance: DIMENSION_GUIDANCE,
+    };
+  });
+  app.delete('/api/api-keys/:api_key_id/reporting-dimensions/:definition_id', async (request) => {
+    const { p, key } = await keyFor(request, 'manager');
+    await cp.endDimensionAssignment(
+      actorOf(p),
+      key.api_key_id,
+      params(request).definition_id!,
+      query(request).end_at,
+    );
+    return { data: await reads.dimensionAssignments(key.api_key_id), guidance: DIMENSION_GUIDANCE };
+  });
+
+  // Trace-ingest keys.
+  app.post('/api/trace-ingest-keys', async (request, reply) => {
+    const body = parseBody(strict({ project_id: z.string(), name }), request.body);
+    const { p } = await projectFor(request, 'manager', body.project_id);
+    return reply.code(201).send(await cp.createTraceIngestKey(actorOf(p), body.project_id, body.name));
+  });
+  app.get('/api/trace-ingest-keys', async (request) => {
+    const p = await who(request);
+    return {
+      data: await reads.traceIngestKeys({
+        projectId: query(request).project_id,
+        workspaceIds: visibleWorkspaces(p),
+      }),
+    };
+  });
+  const traceKeyFor = async (request: FastifyRequest) => {
+    const p = await who(request);
+    const key = await reads.requireTraceIngestKey(params(request).trace_ingest_key_id!);
+    requireWorkspace(p, key.workspace_id, 'manager');
+    return { p, key };
+  };
+  app.post('/api/trace-ingest-keys/:trace_ingest_key_id/rotate', async (request) => {
+    const { p, key } = await traceKeyFor(request);
+    return cp.rotateTraceIngestKey(actorOf(p), key.id);
+  });
+  app.delete('/api/trace-ingest-keys/:trace_ingest_key_id', async (request) => {
+    const { p, key } = await traceKeyFor(request);
+    await cp.revokeTraceIngestKey(actorOf(p), key.id);
+    return reads.traceIngestKey(key.id);
+  });
+
+  // Provider connections (tenant BYOK) and platform keys.
+  app.post('/api/provider-keys', async (request, reply) => {
+    const body = parseBody(
+      strict({
+        org_id: z.string(),
+        project_id: z.string(),
+        provider: z.string(),
+        name,
+        secret: z.string(),
+        metadata: z.record(z.string(), z.unknown()).optional(),
+        base_url: z.string().nullable().optional(),
+      }),
+      request.body,
+    );
+    const { p, project } = await projectFor(request, 'manager', body.project_id);
+    if (project.org_id !== body.org_id)
+      throw new ServiceError('bad_request', 'project_id does not belong to org_id', { param: 'project_id' });
+    const created = await cp.createConnection(actorOf(p), {
+      projectId: body.project_id,
+      provider: body.provider,
+      name: body.name,
+      secret: body.secret,
+      metadata: body.metadata,
+      baseUrl: body.base_url,
+    });
+    return reply.code(201).send(created);
+  });
+  app.get('/api/provider-keys', async (request) => {
+    const p = await who(request);
+    const q = query(request);
+    return {
+      data: await reads.connections({
+        projectId: q.project_id,
+        orgId: q.org_id,
+        workspaceIds: visibleWorkspaces(p),
+      }),
+    };
+  });
+  const connectionFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
+    const p = await who(request);
+    const conn = await reads.requireConnection(params(request).id!);
+    requireWorkspace(p, conn.workspace_id, role);
+    return { p, conn };
+  };
+  app.get('/api/provider-keys/:id', async (request) => (await connectionFor(request, 'member')).conn);
+  app.delete('/api/provider-keys/:id', async (request, reply) => {
+    const { p, conn } = await connectionFor(request, 'manager');
+    await cp.deleteConnection(actorOf(p), conn.id);
+    return reply.code(204).send();
+  });
+  app.post('/api/provider-keys/:id/discover', async (request) => {
+    await connectionFor(request, 'manager');
+    throw new ServiceError('not_implemented', 'deployment discovery is not implemented yet');
+  });
+  app.put('/api/platform-keys/:provider', async (request) => {
+    const p = await who(request);
+    requireAdmin(p);
+    const body = parseBody(
+      strict({
+        secret: z.string(),
+        metadata: z.record(z.string(), z.unknown()).optional(),
+        base_url: z.string().nullable().optional(),
+      }),
+      request.body,
+    );
+    return cp.setPlatformKey(actorOf(p), {
+      provider: params(request).provider,
+      secret: body.secret,
+      metadata: body.metadata,
+      baseUrl: body.base_url,
+    });
+  });
+  app.get('/api/platform-keys', async (request) => {
+    requireAdmin(await who(request));
+    return { data: await reads.platformKeys() };
+  });
+};

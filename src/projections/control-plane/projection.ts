@@ -1,0 +1,255 @@
+import type { ApiKeyEvent } from '../../commands/api-key/decider.js';
+import type { ConnectionEvent } from '../../commands/connections/decider.js';
+import type { OrganizationEvent } from '../../commands/organization/decider.js';
+import type { ProjectEvent } from '../../commands/project/decider.js';
+import type { TraceIngestKeyEvent } from '../../commands/trace-ingest-key/decider.js';
+import type { UserEvent } from '../../commands/user/decider.js';
+import type { WorkspaceEvent } from '../../commands/workspace/events.js';
+import type { StoredEvent } from '../../events/event-store.js';
+import type { PoolClient } from '../../events/postgres/pool.js';
+import type { Projection } from '../projection.js';
+
+type ControlPlaneEvent =
+  | WorkspaceEvent
+  | OrganizationEvent
+  | ProjectEvent
+  | UserEvent
+  | ApiKeyEvent
+  | ConnectionEvent
+  | TraceIngestKeyEvent;
+
+const idOf = (streamId: string) => streamId.slice(streamId.indexOf('-') + 1);
+
+const TABLES = [
+  'rm_workspaces',
+  'rm_users',
+  'rm_workspace_members',
+  'rm_sessions',
+  'rm_orgs',
+  'rm_projects',
+  'rm_api_keys',
+  'rm_dimension_definitions',
+  'rm_dimension_assignments',
+  'rm_connections',
+  'rm_platform_keys',
+  'rm_trace_ingest_keys',
+];
+
+const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
+  const e = { type: stored.type, data: stored.data } as ControlPlaneEvent;
+  const id = idOf(stored.streamId);
+  const at = stored.metadata.now ?? stored.recordedAt.toISOString();
+  switch (e.type) {
+    case 'WorkspaceCreated':
+      await c.query('INSERT INTO rm_workspaces (workspace_id, name, created_at) VALUES ($1, $2, $3)', [
+        e.data.workspace_id,
+        e.data.name,
+        at,
+      ]);
+      return;
+    case 'MemberAdded':
+      await c.query(
+        `INSERT INTO rm_workspace_members (workspace_id, user_id, role) VALUES ($1, $2, $3)
+         ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = EXCLUDED.role`,
+        [id, e.data.user_id, e.data.role],
+      );
+      return;
+    case 'MemberRemoved':
+      await c.query('DELETE FROM rm_workspace_members WHERE workspace_id = $1 AND user_id = $2', [
+        id,
+        e.data.user_id,
+      ]);
+      return;
+    case 'DimensionDefined':
+      await c.query(
+        'INSERT INTO rm_dimension_definitions (definition_id, workspace_id, key, description, created_at) VALUES ($1, $2, $3, $4, $5)',
+        [e.data.definition_id, id, e.data.key, e.data.description, at],
+      );
+      return;
+    case 'DimensionArchived':
+      await c.query('UPDATE rm_dimension_definitions SET archived_at = $2 WHERE definition_id = $1', [
+        e.data.definition_id,
+        e.data.archived_at,
+      ]);
+      return;
+    case 'OrganizationCreated':
+      await c.query('INSERT INTO rm_orgs (org_id, workspace_id, name, created_at) VALUES ($1, $2, $3, $4)', [
+        e.data.org_id,
+        e.data.workspace_id,
+        e.data.name,
+        at,
+      ]);
+      return;
+    case 'ProviderDisallowListSet':
+      await c.query('UPDATE rm_orgs SET provider_disallow = $2 WHERE org_id = $1', [id, e.data.providers]);
+      return;
+    case 'OrganizationTracingSet':
+      await c.query('UPDATE rm_orgs SET tracing = $2 WHERE org_id = $1', [id, e.data.enabled]);
+      return;
+    case 'ProjectCreated':
+      await c.query(
+        'INSERT INTO rm_projects (project_id, org_id, workspace_id, name, created_at) VALUES ($1, $2, $3, $4, $5)',
+        [e.data.project_id, e.data.org_id, e.data.workspace_id, e.data.name, at],
+      );
+      return;
+    case 'ProjectTracingSet':
+      await c.query('UPDATE rm_projects SET tracing = $2 WHERE project_id = $1', [id, e.data.enabled]);
+      return;
+    case 'UserRegistered':
+      await c.query('INSERT INTO rm_users (user_id, email, created_at) VALUES ($1, $2, $3)', [
+        e.data.user_id,
+        e.data.email,
+        at,
+      ]);
+      return;
+    case 'SessionIssued':
+      await c.query(
+        'INSERT INTO rm_sessions (session_id, user_id, token_hash, expires_at) VALUES ($1, $2, $3, $4)',
+        [e.data.session_id, id, e.data.token_hash, e.data.expires_at],
+      );
+      return;
+    case 'SessionRevoked':
+      await c.query('UPDATE rm_sessions SET revoked_at = $2 WHERE session_id = $1', [
+        e.data.session_id,
+        e.data.revoked_at,
+      ]);
+      return;
+    case 'ApiKeyCreated':
+      await c.query(
+        `INSERT INTO rm_api_keys (api_key_id, project_id, org_id, workspace_id, name, prefix, secret_hash, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          e.data.api_key_id,
+          e.data.project_id,
+          e.data.org_id,
+          e.data.workspace_id,
+          e.data.name,
+          e.data.prefix,
+          e.data.secret_hash,
+          at,
+        ],
+      );
+      return;
+    case 'ApiKeyRevoked':
+      await c.query('UPDATE rm_api_keys SET revoked_at = $2 WHERE api_key_id = $1', [id, e.data.revoked_at]);
+      return;
+    case 'ApiKeyTracingSet':
+      await c.query('UPDATE rm_api_keys SET tracing = $2 WHERE api_key_id = $1', [id, e.data.enabled]);
+      return;
+    case 'DimensionAssigned':
+      await c.query(
+        'INSERT INTO rm_dimension_assignments (api_key_id, definition_id, value, effective_from) VALUES ($1, $2, $3, $4)',
+        [id, e.data.definition_id, e.data.value, e.data.effective_from],
+      );
+      return;
+    case 'DimensionAssignmentEnded':
+      await c.query(
+        `UPDATE rm_dimension_assignments SET effective_to = $3
+         WHERE api_key_id = $1 AND definition_id = $2 AND effective_to IS NULL`,
+        [id, e.data.definition_id, e.data.effective_to],
+      );
+      return;
+    case 'ConnectionCreated':
+      await c.query(
+        `INSERT INTO rm_connections (connection_id, workspace_id, org_id, project_id, provider, name, base_url, metadata,
+                                     secret_ciphertext, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [
+          e.data.connection_id,
+          e.data.workspace_id,
+          e.data.org_id,
+          e.data.project_id,
+          e.data.provider,
+          e.data.name,
+          e.data.base_url,
+          JSON.stringify(e.data.metadata),
+          e.data.secret_ciphertext,
+          at,
+        ],
+      );
+      return;
+    case 'ConnectionMetadataUpdated':
+      await c.query('UPDATE rm_connections SET metadata = $2 WHERE connection_id = $1', [
+        id,
+        JSON.stringify(e.data.metadata),
+      ]);
+      return;
+    case 'ConnectionDeleted':
+      await c.query('UPDATE rm_connections SET deleted_at = $2 WHERE connection_id = $1', [
+        id,
+        e.data.deleted_at,
+      ]);
+      return;
+    case 'PlatformKeySet':
+      await c.query(
+        `INSERT INTO rm_platform_keys (provider, name, base_url, metadata, secret_ciphertext, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (provider) DO UPDATE SET name = EXCLUDED.name, base_url = EXCLUDED.base_url,
+           metadata = EXCLUDED.metadata, secret_ciphertext = EXCLUDED.secret_ciphertext, updated_at = EXCLUDED.updated_at`,
+        [
+          e.data.provider,
+          e.data.name,
+          e.data.base_url,
+          JSON.stringify(e.data.metadata),
+          e.data.secret_ciphertext,
+          at,
+        ],
+      );
+      return;
+    case 'TraceIngestKeyCreated':
+      await c.query(
+        `INSERT INTO rm_trace_ingest_keys (trace_ingest_key_id, project_id, org_id, workspace_id, name, prefix, secret_hash, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          e.data.trace_ingest_key_id,
+          e.data.project_id,
+          e.data.org_id,
+          e.data.workspace_id,
+          e.data.name,
+          e.data.prefix,
+          e.data.secret_hash,
+          at,
+        ],
+      );
+      return;
+    case 'TraceIngestKeyRotated':
+      await c.query(
+        'UPDATE rm_trace_ingest_keys SET prefix = $2, secret_hash = $3, rotated_at = $4 WHERE trace_ingest_key_id = $1',
+        [id, e.data.prefix, e.data.secret_hash, e.data.rotated_at],
+      );
+      return;
+    case 'TraceIngestKeyRevoked':
+      await c.query('UPDATE rm_trace_ingest_keys SET revoked_at = $2 WHERE trace_ingest_key_id = $1', [
+        id,
+        e.data.revoked_at,
+      ]);
+      return;
+    default: {
+      const unknown: never = e;
+      throw new Error(`control_plane projection: unhandled event ${(unknown as { type: string }).type}`);
+    }
+  }
+};
+
+export const CONTROL_PLANE_CATEGORIES = [
+  'workspace',
+  'org',
+  'project',
+  'user',
+  'apikey',
+  'connection',
+  'platformkey',
+  'tracekey',
+] as const;
+
+export const controlPlaneProjection: Projection = {
+  name: 'control_plane',
+  version: 1,
+  categories: CONTROL_PLANE_CATEGORIES,
+  reset: async (client) => {
+    await client.query(`TRUNCATE ${TABLES.join(', ')}`);
+  },
+  apply: async (client, events) => {
+    for (const e of events) await applyOne(client, e);
+  },
+};
