@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { busContract } from '../../../test/contract/bus.contract.js';
+import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
+import type { Bus, BusMessage } from '../bus.js';
+import { DLQ_SUBJECT, subjects } from '../subjects.js';
+import { PostgresBus, type PostgresBusOptions } from './bus.js';
+import { createPool, type Pool } from './pool.js';
+
+busContract('Postgres table', async () => {
+  const db = await createTestDatabase({ poolSize: 20 });
+  const opened: Bus[] = [];
+  const pools: Pool[] = [];
+  return {
+    open: async () => {
+      const bus = new PostgresBus(db.pool, { connectionString: db.url });
+      await bus.ensureStreams();
+      opened.push(bus);
+      return bus;
+    },
+    openUnreachable: async ({ host, port }, timeoutMs) => {
+      const pool = createPool(`postgres://postgres@${host}:${port}/svc`, { max: 2 });
+      pools.push(pool);
+      const bus = new PostgresBus(pool, { timeoutMs });
+      opened.push(bus);
+      return bus;
+    },
+    cleanup: async () => {
+      await Promise.all(opened.map((b) => b.close()));
+      await Promise.all(pools.map((p) => p.end().catch(() => {})));
+      await db.drop();
+    },
+  };
+});
+
+// Properties of the table adapter beyond the shared contract.
+describe('Postgres bus specifics', () => {
+  const text = (m: BusMessage) => new TextDecoder().decode(m.data);
+  const waitFor = async (check: () => boolean, timeoutMs = 10_000) => {
+    const until = Date.now() + timeoutMs;
+    while (!check()) {
+      if (Date.now() > until) throw new Error('timed out');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  let db: TestDatabase;
+  const buses: PostgresBus[] = [];
+  const open = (options: PostgresBusOptions = {}) => {
+    const bus = new PostgresBus(db.pool, { connectionString: db.url, ...options });
+    buses.push(bus);
+    return bus;
+  };
+  beforeAll(async () => {
+    db = await createTestDatabase({ poolSize: 10 });
+  });
+  afterAll(async () => {
+    await Promise.all(buses.map((b) => b.close()));
+    await db?.drop();
+  });
+
+  it('holds back a later message of a subject while an earlier one is unsettled', async () => {
+    const bus = open();
+    const a = subjects.request('ord', 'a');
+    const b = subjects.request('ord', 'b');
+    await bus.publish(a, 'a1', { messageId: 'a1' });
+    await bus.publish(a, 'a2', { messageId: 'a2' });
+    await bus.publish(b, 'b1', { messageId: 'b1' });
+    const held: BusMessage[] = [];
+    await bus.consume('ordered', 'svc.requests.ord.>', async (m) => void held.push(m), {
+      ackWaitMs: 5_000,
+      maxDeliveries: 5,
+      batchSize: 10,
+    });
+    await waitFor(() => held.length >= 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(held.map(text)).toEqual(['a1', 'b1']);
+    await held[0]!.ack();
+    await waitFor(() => held.length >= 3);
+    expect(held.map(text)).toEqual(['a1', 'b1', 'a2']);
+  });
+
+  it('wakes an idle consumer by NOTIFY long before its poll interval', async () => {
+    const consumerSide = open({ pollMs: 10_000 });
+    const publisherSide = open();
+    const got: number[] = [];
+    await consumerSide.consume(
+      'listener',
+      'svc.requests.wake.>',
+      async (m) => {
+        got.push(Date.now());
+        await m.ack();
+      },
+      { ackWaitMs: 5_000, maxDeliveries: 5 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const sent = Date.now();
+    await publisherSide.publish(subjects.request('wake', 'r'), 'x', { messageId: 'wake-1' });
+    await waitFor(() => got.length === 1, 5_000);
+    expect(got[0]! - sent).toBeLessThan(1_000);
+  });
+
+  it('falls back to polling without a LISTEN connection', async () => {
+    const polling = new PostgresBus(db.pool, { pollMs: 200 });
+    buses.push(polling);
+    const got: string[] = [];
+    await polling.consume(
+      'poller',
+      'svc.requests.poll.>',
+      async (m) => {
+        got.push(text(m));
+        await m.ack();
+      },
+      { ackWaitMs: 5_000, maxDeliveries: 5 },
+    );
+    await open().publish(subjects.request('poll', 'r'), 'polled', { messageId: 'poll-1' });
+    await waitFor(() => got.length === 1, 3_000);
+    expect(got).toEqual(['polled']);
+  });
+
+  it('accepts a message id again once the duplicate window has passed', async () => {
+    const bus = open({ duplicateWindowMs: 300 });
+    const subject = subjects.request('win', 'r');
+    const first = await bus.publish(subject, 'x', { messageId: 'win-1' });
+    expect((await bus.publish(subject, 'x', { messageId: 'win-1' })).duplicate).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const later = await bus.publish(subject, 'x', { messageId: 'win-1' });
+    expect(later.duplicate).toBe(false);
+    expect(later.seq).toBeGreaterThan(first.seq);
+  });
+
+  it('refuses a durable name already bound to another filter', async () => {
+    const bus = open();
+    const h = await bus.consume('bound', 'svc.requests.x.>', async () => {}, {
+      ackWaitMs: 1_000,
+      maxDeliveries: 1,
+    });
+    await h.close();
+    await expect(
+      bus.consume('bound', 'svc.requests.y.>', async () => {}, { ackWaitMs: 1_000, maxDeliveries: 1 }),
+    ).rejects.toThrow(/exists with filter/);
+  });
+
+  it('drops dead letters older than 30 days and expired dedupe entries', async () => {
+    const bus = open({ duplicateWindowMs: 100 });
+    await bus.publish(DLQ_SUBJECT, 'old', { messageId: 'old-dlq' });
+    await bus.publish(DLQ_SUBJECT, 'new', { messageId: 'new-dlq' });
+    await db.pool.query(
+      `UPDATE svc_bus_messages SET published_at = now() - interval '31 days' WHERE message_id = 'old-dlq'`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await bus.tidy();
+    const { rows } = await db.pool.query<{ message_id: string }>(
+      `SELECT message_id FROM svc_bus_messages WHERE stream = 'dlq' ORDER BY seq`,
+    );
+    expect(rows.map((r) => r.message_id)).toEqual(['new-dlq']);
+    const dedupe = await db.pool.query(
+      `SELECT 1 FROM svc_bus_dedupe WHERE message_id IN ('old-dlq', 'new-dlq')`,
+    );
+    expect(dedupe.rowCount).toBe(0);
+  });
+});
