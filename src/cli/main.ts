@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { VERSION } from '../lib/version.js';
 import { registerDatabaseCommands } from './commands/database.js';
 import { registerServe } from './commands/serve.js';
+import { registerTenancyCommands } from './commands/tenancy.js';
 import { fail } from './output.js';
 
 const program = new Command('svc')
@@ -12,6 +13,7 @@ const program = new Command('svc')
 
 registerServe(program);
 registerDatabaseCommands(program);
+registerTenancyCommands(program);
 
 try {
   await program.parseAsync(process.argv);

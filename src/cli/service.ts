@@ -6,6 +6,7 @@ import type { Config } from '../config/config.js';
 import { bindGrpc, createGrpcServer } from '../edges/grpc/server.js';
 import { createHttpServer } from '../edges/http/server.js';
 import { PostgresEventStore } from '../events/postgres/event-store.js';
+import { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
 import { VERSION } from '../lib/version.js';
 import { HealthRegistry } from '../roles/health.js';
 import { ROLE_FACTORIES } from '../roles/index.js';
@@ -60,7 +61,9 @@ export const startService = async (
     await database.pool.query('SELECT 1');
   });
   const eventStore = new PostgresEventStore(database.pool, database.url);
+  const apiKeys = new ApiKeyCache(eventStore);
   const ctx = {
+    apiKeys,
     config,
     dataDir: dataDirOf(config),
     databaseUrl: database.url,
@@ -90,6 +93,7 @@ export const startService = async (
         logger.error({ err, role: role.name }, 'role stop failed'),
       );
     }
+    await apiKeys.stop();
     await eventStore.close();
     await database.close();
   };
@@ -100,16 +104,17 @@ export const startService = async (
       if (factory) roles.push(await factory(ctx));
       else notBuilt.push(name);
     }
+    for (const role of roles) {
+      await role.prepare?.();
+      started.push(role);
+    }
     app = await createHttpServer({ logger, metrics, health, roles });
     await app.listen({ host: config.SVC_HTTP_HOST, port: config.SVC_HTTP_PORT });
     const address = app.server.address();
     const httpPort = typeof address === 'object' && address ? address.port : config.SVC_HTTP_PORT;
     grpcServer = createGrpcServer({ health, roles, version: VERSION });
     const grpcPort = await bindGrpc(grpcServer, config.SVC_HTTP_HOST, config.SVC_GRPC_PORT);
-    for (const role of roles) {
-      await role.start?.();
-      started.push(role);
-    }
+    for (const role of roles) await role.start?.();
     const host = config.SVC_HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.SVC_HTTP_HOST;
     return {
       httpUrl: `http://${host}:${httpPort}`,

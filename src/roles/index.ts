@@ -1,3 +1,5 @@
+import { controlPlaneRole } from './control-plane.js';
+import { gatewayRole } from './gateway.js';
 import { projectorRole } from './projector.js';
 import type { RoleFactory, RoleName } from './role.js';
 
@@ -6,5 +8,7 @@ import type { RoleFactory, RoleName } from './role.js';
  * reported as not built yet.
  */
 export const ROLE_FACTORIES: Partial<Record<RoleName, RoleFactory>> = {
+  gateway: gatewayRole,
+  'control-plane': controlPlaneRole,
   projector: projectorRole,
 };

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
+import type { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
 import type { HealthRegistry } from './health.js';
 
 /** Every role `svc serve --roles` knows (ARCHITECTURE.md "One codebase, one CLI, several roles"). */
@@ -33,10 +34,14 @@ export interface RoleContext {
   health: HealthRegistry;
   adminToken: string;
   masterKey: Buffer;
+  /** One per process, shared by the roles that verify API keys; `start()` is idempotent. */
+  apiKeys: ApiKeyCache;
 }
 
 export interface Role {
   name: RoleName;
+  /** Loads what the role needs before any request arrives (caches, snapshots). */
+  prepare?(): Promise<void> | void;
   /** Registers the role's HTTP routes (a fastify plugin scope). */
   http?(app: FastifyInstance): Promise<void> | void;
   /** Adds the role's gRPC services. */

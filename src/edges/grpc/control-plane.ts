@@ -1,0 +1,132 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { ApiKeyRow, ConnectionRow, OrgRow, ProjectRow } from '../../commands/control-plane/reads.js';
+import type { ControlPlane } from '../../commands/control-plane/service.js';
+import type { ApiKeyCache } from '../../gateway/auth/api-key-cache.js';
+import { ServiceError } from '../../lib/errors.js';
+import { loadService } from './server.js';
+import { unary } from './unary.js';
+
+const FILE = 'svc/controlplane/v1/control_plane.proto';
+const actor = { id: 'grpc:service' };
+
+type Req = Record<string, string>;
+
+const org = (o: OrgRow) => ({
+  org_id: o.org_id,
+  workspace_id: o.workspace_id,
+  name: o.name,
+  provider_disallow: o.provider_disallow,
+  tracing: o.tracing,
+});
+const project = (p: ProjectRow) => ({
+  project_id: p.project_id,
+  org_id: p.org_id,
+  workspace_id: p.workspace_id,
+  name: p.name,
+  tracing: p.tracing,
+});
+const apiKey = (k: ApiKeyRow) => ({
+  api_key_id: k.api_key_id,
+  project_id: k.project_id,
+  org_id: k.org_id,
+  workspace_id: k.workspace_id,
+  name: k.name,
+  prefix: k.prefix,
+  revoked: k.revoked_at !== null,
+});
+const providerKey = (
+  c: Pick<ConnectionRow, 'id' | 'org_id' | 'project_id' | 'provider' | 'name' | 'base_url' | 'metadata'>,
+) => ({
+  id: c.id,
+  org_id: c.org_id,
+  project_id: c.project_id ?? '',
+  provider: c.provider,
+  name: c.name,
+  base_url: c.base_url ?? '',
+  metadata_json: JSON.stringify(c.metadata),
+});
+
+const parseJsonObject = (text: string, field: string): unknown => {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ServiceError('bad_request', `${field} is not valid JSON`, { param: field });
+  }
+};
+
+/** OrgService, ProjectService, ApiKeyService, ProviderKeyService and AuthService.VerifyApiKey. */
+export const addControlPlaneServices = (
+  server: grpc.Server,
+  cp: ControlPlane,
+  keys: ApiKeyCache | null,
+  serviceToken: string,
+): void => {
+  const r = cp.reads;
+  const u = <Res>(h: (req: Req) => Promise<Res>) => unary<Req, Res>(serviceToken, h);
+  server.addService(loadService(FILE, 'svc.controlplane.v1.OrgService'), {
+    CreateOrg: u(async (req) =>
+      org((await r.organization((await cp.createOrganization(actor, req.workspace_id!, req.name)).org_id))!),
+    ),
+    GetOrg: u(async (req) => org(await r.requireOrganization(req.org_id!))),
+    ListOrgs: u(async (req) => ({
+      orgs: (await r.organizations(req.workspace_id ? [req.workspace_id] : undefined)).map(org),
+    })),
+  });
+  server.addService(loadService(FILE, 'svc.controlplane.v1.ProjectService'), {
+    CreateProject: u(async (req) =>
+      project((await r.project((await cp.createProject(actor, req.org_id!, req.name)).project_id))!),
+    ),
+    GetProject: u(async (req) => project(await r.requireProject(req.project_id!))),
+    ListProjects: u(async (req) => ({
+      projects: (await r.projects({ orgId: req.org_id || undefined })).map(project),
+    })),
+  });
+  server.addService(loadService(FILE, 'svc.controlplane.v1.ApiKeyService'), {
+    CreateApiKey: u(async (req) => {
+      const created = await cp.createApiKey(actor, req.project_id!, req.name);
+      return { key: apiKey((await r.apiKey(created.api_key_id))!), secret: created.api_key };
+    }),
+    ListApiKeys: u(async (req) => ({
+      keys: (await r.apiKeys({ projectId: req.project_id || undefined })).map(apiKey),
+    })),
+    RevokeApiKey: u(async (req) => {
+      await cp.revokeApiKey(actor, req.api_key_id!);
+      return apiKey((await r.apiKey(req.api_key_id!))!);
+    }),
+  });
+  server.addService(loadService(FILE, 'svc.controlplane.v1.ProviderKeyService'), {
+    CreateProviderKey: u(async (req) =>
+      providerKey(
+        await cp.createConnection(actor, {
+          projectId: req.project_id!,
+          provider: req.provider,
+          name: req.name,
+          secret: req.secret,
+          metadata: parseJsonObject(req.metadata_json ?? '', 'metadata_json'),
+          baseUrl: req.base_url || null,
+        }),
+      ),
+    ),
+    ListProviderKeys: u(async (req) => ({
+      keys: (await r.connections({ projectId: req.project_id || undefined })).map(providerKey),
+    })),
+    DeleteProviderKey: u(async (req) => {
+      await cp.deleteConnection(actor, req.id!);
+      return {};
+    }),
+  });
+  server.addService(loadService(FILE, 'svc.controlplane.v1.AuthService'), {
+    VerifyApiKey: u(async (req) => {
+      const identity = keys?.verify(req.api_key ?? '') ?? null;
+      if (!identity) return { valid: false, api_key_id: '', project_id: '', org_id: '', workspace_id: '' };
+      return {
+        valid: true,
+        api_key_id: identity.apiKeyId,
+        project_id: identity.projectId,
+        org_id: identity.orgId,
+        workspace_id: identity.workspaceId,
+      };
+    }),
+  });
+};

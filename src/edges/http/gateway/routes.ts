@@ -1,0 +1,131 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ApiKeyCache, ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
+import { renderAltError, renderPrimaryError, ServiceError } from '../../../lib/errors.js';
+import { authenticateApiKey } from './auth.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    apiKey?: ApiKeyIdentity;
+  }
+}
+
+/** Families SPEC 4.1 rule 2 answers with 404 in the primary envelope. */
+const UNIMPLEMENTED_FAMILIES = [
+  '/batches',
+  '/audio',
+  '/fine_tuning',
+  '/fine-tunes',
+  '/realtime',
+  '/assistants',
+  '/threads',
+  '/messages',
+];
+
+/** Routes of the primary edge that exist in the SPEC but are not built yet: 501 after auth. */
+const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
+  ['POST', '/chat/completions'],
+  ['POST', '/responses'],
+  ['POST', '/embeddings'],
+  ['POST', '/moderations'],
+  ['POST', '/images/generations'],
+  ['POST', '/images/edits'],
+  ['POST', '/images/variations'],
+  ['GET', '/models'],
+  ['GET', '/models/:id'],
+  ['POST', '/files'],
+  ['GET', '/files'],
+  ['POST', '/vector_stores'],
+  ['GET', '/vector_stores'],
+  ['POST', '/traces/ingest'],
+];
+
+const toServiceError = (err: unknown): ServiceError => {
+  if (err instanceof ServiceError) return err;
+  const e = err as { statusCode?: number; code?: string; message?: string };
+  if (e.statusCode === 413) return new ServiceError('payload_too_large', 'request body is too large');
+  if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
+    return new ServiceError('invalid_request_error', e.message ?? 'invalid request body', {
+      status: e.statusCode,
+    });
+  }
+  return new ServiceError('internal_error', 'internal error');
+};
+
+const notBuilt = (what: string) => {
+  throw new ServiceError('not_implemented', `${what} is not implemented yet in this gateway build`);
+};
+
+/**
+ * The primary (/v1) and alternate (/alt/v1) edges: API-key auth, the dialect envelopes, 404s for
+ * unknown routes. Operations land here issue by issue; until then they answer 501.
+ */
+export const registerGatewayRoutes = async (app: FastifyInstance, cache: ApiKeyCache): Promise<void> => {
+  await app.register(
+    async (v1) => {
+      v1.setErrorHandler((err, request, reply) => {
+        const e = toServiceError(err);
+        if (e.status >= 500) request.log.error({ err }, 'gateway error');
+        return reply.code(e.status).send(renderPrimaryError(e));
+      });
+      v1.setNotFoundHandler((request, reply) => {
+        const path = request.url.split('?')[0]!.slice('/v1'.length);
+        const family = UNIMPLEMENTED_FAMILIES.find((f) => path === f || path.startsWith(`${f}/`));
+        const message = family
+          ? `${request.method} /v1${path}: the ${family.slice(1)} API is not supported by this gateway`
+          : `unknown route ${request.method} /v1${path}`;
+        return reply.code(404).send(renderPrimaryError(new ServiceError('not_found', message)));
+      });
+      v1.addHook('onRequest', async (request: FastifyRequest) => {
+        if (request.is404) return;
+        request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: false });
+      });
+      for (const [method, path] of PRIMARY_NOT_BUILT)
+        v1.route({ method, url: path, handler: async () => notBuilt(`${method} /v1${path}`) });
+    },
+    { prefix: '/v1' },
+  );
+
+  await app.register(
+    async (v1beta) => {
+      v1beta.post('/models/:action', async (_request, reply) =>
+        reply
+          .code(501)
+          .send(
+            renderPrimaryError(
+              new ServiceError(
+                'not_implemented',
+                'generateContent is not supported: use /v1/chat/completions or /alt/v1/messages',
+              ),
+            ),
+          ),
+      );
+    },
+    { prefix: '/v1beta' },
+  );
+
+  await app.register(
+    async (alt) => {
+      alt.setErrorHandler((err, request, reply) => {
+        const e = toServiceError(err);
+        if (e.status >= 500) request.log.error({ err }, 'gateway error');
+        return reply.code(e.status).send(renderAltError(e));
+      });
+      alt.setNotFoundHandler((request, reply) =>
+        reply
+          .code(404)
+          .send(
+            renderAltError(
+              new ServiceError('not_found', `unknown route ${request.method} ${request.url.split('?')[0]}`),
+            ),
+          ),
+      );
+      alt.addHook('onRequest', async (request: FastifyRequest) => {
+        if (request.is404) return;
+        request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: true });
+      });
+      alt.post('/v1/messages', async () => notBuilt('POST /alt/v1/messages'));
+      alt.post('/v1/messages/count_tokens', async () => notBuilt('POST /alt/v1/messages/count_tokens'));
+    },
+    { prefix: '/alt' },
+  );
+};
