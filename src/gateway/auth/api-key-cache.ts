@@ -1,5 +1,6 @@
 import type { ApiKeyEvent } from '../../commands/api-key/decider.js';
 import type { EventStore, Subscription } from '../../events/event-store.js';
+import { assertNever } from '../../lib/assert.js';
 import { hashSecret } from '../../lib/crypto.js';
 
 export interface ApiKeyIdentity {
@@ -72,10 +73,8 @@ export class ApiKeyCache {
       case 'DimensionAssigned':
       case 'DimensionAssignmentEnded':
         return;
-      default: {
-        const unknown: never = e;
-        return unknown;
-      }
+      default:
+        assertNever(e);
     }
   }
 
