@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../lib/version.js';
 import { registerDatabaseCommands } from './commands/database.js';
+import { registerRegistryCommands } from './commands/registry.js';
 import { registerServe } from './commands/serve.js';
 import { registerTenancyCommands } from './commands/tenancy.js';
 import { fail } from './output.js';
@@ -13,6 +14,7 @@ const program = new Command('svc')
 
 registerServe(program);
 registerDatabaseCommands(program);
+registerRegistryCommands(program);
 registerTenancyCommands(program);
 
 try {

@@ -5,6 +5,9 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
 import { bindGrpc, createGrpcServer } from '../edges/grpc/server.js';
 import { createHttpServer } from '../edges/http/server.js';
+import type { Bus } from '../events/bus.js';
+import { NatsBus } from '../events/nats/bus.js';
+import { PostgresBus } from '../events/postgres/bus.js';
 import { PostgresEventStore } from '../events/postgres/event-store.js';
 import { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
 import { VERSION } from '../lib/version.js';
@@ -26,6 +29,11 @@ export interface RunningService {
   app: FastifyInstance;
   stop(): Promise<void>;
 }
+
+const openBus = (config: Config, database: Database): Bus =>
+  config.SVC_NATS_URL
+    ? new NatsBus({ servers: config.SVC_NATS_URL })
+    : new PostgresBus(database.pool, { connectionString: database.url });
 
 export const parseRoles = (value: string | undefined): RoleName[] => {
   if (!value || value === 'all') return [...ROLE_NAMES];
@@ -62,8 +70,18 @@ export const startService = async (
   });
   const eventStore = new PostgresEventStore(database.pool, database.url);
   const apiKeys = new ApiKeyCache(eventStore);
+  const bus = openBus(config, database);
+  health.register('bus', async () => {
+    const h = await bus.health();
+    if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
+  });
+  // A bus that is down at start is not fatal: publishers spool or retry, /healthz shows it.
+  await bus
+    .ensureStreams()
+    .catch((err: unknown) => logger.warn({ err }, 'bus streams not ensured at start; will retry on use'));
   const ctx = {
     apiKeys,
+    bus,
     config,
     dataDir: dataDirOf(config),
     databaseUrl: database.url,
@@ -94,6 +112,7 @@ export const startService = async (
       );
     }
     await apiKeys.stop();
+    await bus.close().catch(() => {});
     await eventStore.close();
     await database.close();
   };

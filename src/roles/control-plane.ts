@@ -3,8 +3,9 @@ import { addControlPlaneServices } from '../edges/grpc/control-plane.js';
 import { registerControlPlaneRoutes } from '../edges/http/control-plane/routes.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
+import { auditRelay } from '../projections/audit-relay/projection.js';
 import { controlPlaneProjection } from '../projections/control-plane/projection.js';
-import { catchUp } from '../projections/runner.js';
+import { catchUp, ProjectionRunner } from '../projections/runner.js';
 import type { Role, RoleContext } from './role.js';
 
 /** The control plane's write side with read-your-writes on its read model. */
@@ -13,6 +14,12 @@ export const makeControlPlane = (store: EventStore, pool: Pool, masterKey: Buffe
 
 export const controlPlaneRole = (ctx: RoleContext): Role => {
   const cp = makeControlPlane(ctx.eventStore, ctx.pool, ctx.masterKey);
+  const relay = new ProjectionRunner(ctx.pool, ctx.databaseUrl, [auditRelay(ctx.bus)], {
+    onError: (_name, err) => ctx.logger.warn({ err }, 'audit relay batch failed; retrying'),
+  });
+  ctx.health.register('audit-relay', async () => {
+    if (relay.lastError) throw relay.lastError;
+  });
   return {
     name: 'control-plane',
     prepare: () =>
@@ -20,5 +27,7 @@ export const controlPlaneRole = (ctx: RoleContext): Role => {
     http: (app) => registerControlPlaneRoutes(app, cp, ctx.adminToken),
     // The admin token doubles as the internal service token for gRPC callers.
     grpc: (server) => addControlPlaneServices(server, cp, ctx.apiKeys, ctx.adminToken),
+    start: () => relay.start(),
+    stop: () => relay.stop(),
   };
 };

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
+import type { Bus } from '../events/bus.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import type { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
@@ -29,6 +30,8 @@ export interface RoleContext {
   databaseUrl: string;
   pool: Pool;
   eventStore: EventStore;
+  /** NATS JetStream when SVC_NATS_URL is set, otherwise the Postgres-table bus. */
+  bus: Bus;
   logger: Logger;
   metrics: Registry;
   health: HealthRegistry;

@@ -431,3 +431,61 @@ describe('gRPC over a real socket', () => {
     for (const c of [orgs, projects, keys, auth, pk, anonymous]) c.close();
   });
 });
+
+describe('audit events', () => {
+  it('every change emits an audit event on svc.audit.events.<workspace_id> with actor, action and target, never a secret', async () => {
+    const { PostgresBus } = await import('../../src/events/postgres/bus.js');
+    const bus = new PostgresBus(db.pool, { connectionString: db.url });
+    const records: {
+      tenant_id: string;
+      actor: string;
+      action: string;
+      target: { type: string; id: string };
+      raw: string;
+    }[] = [];
+    const consumer = await bus.consume(
+      'test-audit-reader',
+      'svc.audit.events.>',
+      async (m) => {
+        const raw = Buffer.from(m.data).toString('utf8');
+        records.push({ ...(JSON.parse(raw) as Omit<(typeof records)[number], 'raw'>), raw });
+        expect(m.subject).toBe(`svc.audit.events.${records.at(-1)!.tenant_id}`);
+        await m.ack();
+      },
+      { ackWaitMs: 5_000, maxDeliveries: 3 },
+    );
+    const deadline = Date.now() + 10_000;
+    const has = (action: string, actor?: string) =>
+      records.some((r) => r.action === action && (!actor || r.actor === actor));
+    while (
+      !(
+        has('api_key.revoked', 'admin') &&
+        has('trace_ingest_key.rotated') &&
+        has('platform_key.set', 'cli')
+      ) &&
+      Date.now() < deadline
+    ) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await consumer.close();
+    await bus.close();
+    expect(has('workspace.created', 'cli')).toBe(true);
+    expect(has('api_key.created', 'cli')).toBe(true);
+    expect(has('api_key.revoked', 'admin')).toBe(true);
+    expect(has('connection.created')).toBe(true);
+    expect(records.find((r) => r.action === 'project.created')?.tenant_id).toBe(boot.workspace_id);
+    expect(records.find((r) => r.action === 'connection.created')?.target.type).toBe('connection');
+    const all = records.map((r) => r.raw).join('\n');
+    for (const s of [
+      boot.api_key,
+      BEDROCK_SECRET.secret_access_key,
+      BEDROCK_SECRET.access_key_id,
+      AZURE_SECRET,
+      OPENAI_SECRET,
+      'sk-ant-platform-plaintext-xyz',
+    ]) {
+      expect(all).not.toContain(s);
+    }
+    expect(all).not.toMatch(/secret_hash|ciphertext|token_hash|@acme\.test/);
+  });
+});

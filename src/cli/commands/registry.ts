@@ -1,0 +1,332 @@
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { validateOrigin } from '../../commands/connections/origin.js';
+import type { CommandContext } from '../../commands/decider.js';
+import { readArtifact } from '../../commands/registry/artifact.js';
+import { formatRefusal } from '../../commands/registry/csv.js';
+import {
+  type Adapter,
+  CAPABILITIES,
+  type Capabilities,
+  type EndpointFacts,
+  isAdapter,
+  LANE_NAME,
+} from '../../commands/registry/events.js';
+import { approveRateCards, importArtifact, upsertEndpoint } from '../../commands/registry/handler.js';
+import type { ImportSummary } from '../../commands/registry/import.js';
+import { PostgresEventStore } from '../../events/postgres/event-store.js';
+import { MODALITIES, type Modality } from '../../gateway/pricing/index.js';
+import { ServiceError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { tryParseUsd } from '../../lib/money.js';
+import { catchUpRegistry, listEndpoints, sharedFactsFrom } from '../../projections/registry/queries.js';
+import { CliError, emit, table } from '../output.js';
+import { progress } from '../progress.js';
+import { type Database, openDatabase, readConfig } from '../runtime.js';
+
+const context = (): CommandContext => ({
+  commandId: newId('cmd'),
+  actor: 'operator:cli',
+  now: new Date().toISOString(),
+});
+
+const adapterOf = (value: string): Adapter => {
+  if (!isAdapter(value))
+    throw new CliError(
+      `unknown adapter ${value} (known: openai, anthropic, bedrock, bedrock-gov, azure, azure-gov)`,
+    );
+  return value;
+};
+
+/** The lane defaults to the adapter's id; a second environment names its own lane. */
+const laneOf = (lane: string | undefined, adapter: Adapter): string => {
+  const name = lane ?? adapter;
+  if (!LANE_NAME.test(name)) {
+    throw new CliError(`--lane ${name}: lower-case letters, digits, '-' and '_' only, at most 63 characters`);
+  }
+  return name;
+};
+
+/** Broken rules from the decider become the one-line CLI failure, code first. */
+const withDatabase = async <T>(fn: (db: Database, store: PostgresEventStore) => Promise<T>): Promise<T> => {
+  const db = await openDatabase(readConfig());
+  const store = new PostgresEventStore(db.pool, db.url);
+  try {
+    return await fn(db, store);
+  } catch (err) {
+    if (err instanceof ServiceError) throw new CliError(`${err.code}: ${err.message}`);
+    throw err;
+  } finally {
+    await store.close();
+    await db.close();
+  }
+};
+
+const readText = async (path: string, what: string): Promise<string> => {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    throw new CliError(
+      `cannot read the ${what} file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
+  }
+};
+
+const describeImport = (s: ImportSummary & { changed: boolean }): string => {
+  const lines = [
+    `lane ${s.lane} (${s.adapter}) ${s.changed ? 'imported' : 'unchanged: this artifact is already applied'} ${s.digest}`,
+    `endpoints: ${s.endpoints_added} added, ${s.endpoints_updated} updated, ${s.endpoints_retired} retired, ${s.endpoints_unchanged} unchanged`,
+    `rate cards: ${s.cards_activated} activated, ${s.cards_flagged} flagged for approval`,
+  ];
+  if (s.dropped.length > 0) lines.push(`dropped (unpriced): ${s.dropped.join(', ')}`);
+  if (s.skipped_operator.length > 0)
+    lines.push(`left as the operator wrote them: ${s.skipped_operator.join(', ')}`);
+  if (s.cards_flagged > 0)
+    lines.push(`approve corrected prices with: svc registry approve --lane ${s.lane} --model <model>`);
+  return lines.join('\n');
+};
+
+interface ImportOptions {
+  lane?: string;
+  adapter: string;
+  catalog: string;
+  rates: string;
+  skipUnpriced?: boolean;
+  json?: boolean;
+}
+
+const runImport = async (opts: ImportOptions) => {
+  const adapter = adapterOf(opts.adapter);
+  const lane = laneOf(opts.lane, adapter);
+  const bar = progress(`registry import ${lane}`, { quiet: opts.json });
+  const steps = 4;
+  bar.update(0, steps);
+  const artifact = readArtifact({
+    catalogFile: opts.catalog,
+    catalogText: await readText(opts.catalog, 'catalog'),
+    ratesFile: opts.rates,
+    ratesText: await readText(opts.rates, 'rates'),
+  });
+  if (!artifact.ok) {
+    bar.stop();
+    throw new CliError(formatRefusal(artifact.refusal));
+  }
+  bar.update(1, steps);
+  try {
+    const result = await withDatabase(async (db, store) => {
+      // Other lanes' facts must be current before the shared-capability check reads them.
+      await catchUpRegistry(db.pool);
+      bar.update(2, steps);
+      const imported = await importArtifact(
+        store,
+        sharedFactsFrom(db.pool),
+        { lane, adapter, artifact: artifact.value, skipUnpriced: opts.skipUnpriced === true },
+        context(),
+      );
+      bar.update(3, steps);
+      await catchUpRegistry(db.pool);
+      bar.update(4, steps);
+      return imported;
+    });
+    bar.stop();
+    emit(
+      opts.json,
+      { ...result.summary, changed: result.events.length > 0, events: result.events.length },
+      describeImport,
+    );
+  } finally {
+    bar.stop();
+  }
+};
+
+const countOption = (value: string | undefined, flag: string): number | null => {
+  if (value === undefined) return null;
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw new CliError(`${flag} must be a positive integer`);
+  return n;
+};
+
+const modalitiesOption = (value: string, flag: string): Modality[] => {
+  const parts = value.split(/[|,]/).map((p) => p.trim());
+  const unknown = parts.find((p) => !(MODALITIES as readonly string[]).includes(p));
+  if (unknown !== undefined)
+    throw new CliError(`${flag}: unknown modality ${unknown} (known: ${MODALITIES.join(', ')})`);
+  return MODALITIES.filter((m) => parts.includes(m));
+};
+
+const capabilitiesOption = (value: string): Capabilities => {
+  const parts = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  const unknown = parts.find((p) => !(CAPABILITIES as readonly string[]).includes(p));
+  if (unknown !== undefined) {
+    throw new CliError(`--capabilities: unknown capability ${unknown} (known: ${CAPABILITIES.join(', ')})`);
+  }
+  return Object.fromEntries(CAPABILITIES.map((c) => [c, parts.includes(c)])) as Capabilities;
+};
+
+const priceOption = (value: string, flag: string): string => {
+  const parsed = tryParseUsd(value);
+  if (!parsed.ok) throw new CliError(`${flag}: ${parsed.error}`);
+  if (parsed.value < 0n) throw new CliError(`${flag} must not be negative`);
+  return value;
+};
+
+interface UpsertOptions {
+  lane?: string;
+  adapter: string;
+  model: string;
+  providerModelId: string;
+  baseUrl?: string;
+  displayName?: string;
+  capabilities: string;
+  inputModalities: string;
+  outputModalities: string;
+  contextLength?: string;
+  maxOutputTokens?: string;
+  disabled?: boolean;
+  inputPricePerToken: string;
+  outputPricePerToken: string;
+  json?: boolean;
+}
+
+const runUpsert = async (opts: UpsertOptions) => {
+  const adapter = adapterOf(opts.adapter);
+  const lane = laneOf(opts.lane, adapter);
+  let baseUrl: string | null = null;
+  if (opts.baseUrl !== undefined) {
+    const origin = validateOrigin(opts.baseUrl, '--base-url');
+    if (!origin.ok) throw new CliError(origin.message);
+    baseUrl = origin.value;
+  }
+  const endpoint: EndpointFacts = {
+    model: opts.model,
+    provider_model_id: opts.providerModelId,
+    base_url: baseUrl,
+    display_name: opts.displayName ?? opts.model,
+    family: '',
+    release_date: null,
+    description: '',
+    capabilities: capabilitiesOption(opts.capabilities),
+    input_modalities: modalitiesOption(opts.inputModalities, '--input-modalities'),
+    output_modalities: modalitiesOption(opts.outputModalities, '--output-modalities'),
+    context_length: countOption(opts.contextLength, '--context-length'),
+    max_output_tokens: countOption(opts.maxOutputTokens, '--max-output-tokens'),
+    enabled: opts.disabled !== true,
+  };
+  const input = {
+    lane,
+    adapter,
+    endpoint,
+    inputPricePerToken: priceOption(opts.inputPricePerToken, '--input-price-per-token'),
+    outputPricePerToken: priceOption(opts.outputPricePerToken, '--output-price-per-token'),
+  };
+  const result = await withDatabase(async (db, store) => {
+    await catchUpRegistry(db.pool);
+    const r = await upsertEndpoint(store, sharedFactsFrom(db.pool), input, context());
+    await catchUpRegistry(db.pool);
+    return r;
+  });
+  const card = result.events.find((e) => e.type === 'RateCardActivated');
+  emit(
+    opts.json,
+    {
+      lane,
+      model: opts.model,
+      managed_by: 'operator',
+      pricing_pinned: true,
+      changed: result.events.length > 0,
+      card_id: card?.type === 'RateCardActivated' ? card.data.card_id : null,
+    },
+    (r) =>
+      r.changed
+        ? `upserted ${r.lane}/${r.model} (operator-managed, pricing pinned)${r.card_id ? `; rate card ${r.card_id} activated` : ''}`
+        : `${r.lane}/${r.model} unchanged`,
+  );
+};
+
+const runApprove = async (opts: { lane: string; model: string; json?: boolean }) => {
+  const result = await withDatabase(async (db, store) => {
+    const r = await approveRateCards(store, { lane: opts.lane, model: opts.model }, context());
+    await catchUpRegistry(db.pool);
+    return r;
+  });
+  const approved = result.events.flatMap((e) => (e.type === 'RateCardApproved' ? [e.data.card_id] : []));
+  emit(opts.json, { lane: opts.lane, model: opts.model, approved }, (r) =>
+    r.approved.length > 0
+      ? `approved ${r.approved.join(', ')}`
+      : `${r.lane}/${r.model}: no rate card awaits approval`,
+  );
+};
+
+const runList = async (opts: { lane?: string; json?: boolean }) => {
+  const rows = await withDatabase((db) => listEndpoints(db.pool, opts.lane));
+  emit(opts.json, rows, (r) =>
+    r.length === 0
+      ? 'no endpoints'
+      : table(r as unknown as Record<string, unknown>[], [
+          'lane',
+          'model',
+          'provider_model_id',
+          'enabled',
+          'retired',
+          'quarantined',
+          'managed_by',
+          'revision',
+          'needs_approval',
+        ]),
+  );
+};
+
+export const registerRegistryCommands = (program: Command): void => {
+  const registry = program
+    .command('registry')
+    .description('upstream endpoints and rate cards: import artifacts, upsert by hand, approve, list');
+
+  registry
+    .command('import')
+    .description('apply a catalog and rates CSV pair to a lane; re-applying the same pair changes nothing')
+    .requiredOption('--adapter <adapter>', 'openai, anthropic, bedrock, bedrock-gov, azure or azure-gov')
+    .option('--lane <lane>', 'lane name (default: the adapter id); a second environment is a second lane')
+    .requiredOption('--catalog <file>', 'catalog CSV')
+    .requiredOption('--rates <file>', 'rates CSV (token prices in USD per million tokens)')
+    .option('--skip-unpriced', 'import only models priced on both input_token and output_token')
+    .option('--json', 'print JSON')
+    .action(runImport);
+
+  registry
+    .command('upsert')
+    .description('write one endpoint by hand (managed_by=operator, pricing_pinned=true)')
+    .requiredOption('--adapter <adapter>', 'openai, anthropic, bedrock, bedrock-gov, azure or azure-gov')
+    .option('--lane <lane>', 'lane name (default: the adapter id)')
+    .requiredOption('--model <model>', 'canonical model id')
+    .requiredOption('--provider-model-id <id>', "the upstream's own model id or deployment base model")
+    .option('--base-url <url>', 'lane default origin for this endpoint')
+    .option('--display-name <name>', 'display name (default: the model id)')
+    .option('--capabilities <list>', `comma-separated: ${CAPABILITIES.join(',')}`, 'chat,streaming')
+    .option('--input-modalities <list>', 'text|image|audio', 'text')
+    .option('--output-modalities <list>', 'text|image|audio', 'text')
+    .option('--context-length <n>', 'context window in tokens')
+    .option('--max-output-tokens <n>', 'output ceiling in tokens')
+    .option('--disabled', 'write the endpoint out of rotation')
+    .requiredOption('--input-price-per-token <usd>', 'USD per input token, exact decimal')
+    .requiredOption('--output-price-per-token <usd>', 'USD per output token, exact decimal')
+    .option('--json', 'print JSON')
+    .action(runUpsert);
+
+  registry
+    .command('approve')
+    .description('clear the approval flag of corrected rate cards of one model')
+    .requiredOption('--lane <lane>', 'lane name')
+    .requiredOption('--model <model>', 'canonical model id')
+    .option('--json', 'print JSON')
+    .action(runApprove);
+
+  registry
+    .command('list')
+    .description('list endpoints with their state and latest rate card')
+    .option('--lane <lane>', 'only this lane')
+    .option('--json', 'print JSON')
+    .action(runList);
+};

@@ -1,0 +1,96 @@
+import type { StoredEvent } from '../../events/event-store.js';
+
+/**
+ * The audit record of one control-plane change (SPEC 6: actor, action, target, counts; never a
+ * secret). Details keep only scalar, non-secret fields; collections become counts.
+ */
+export interface AuditRecord {
+  event_id: string;
+  tenant_id: string;
+  source: 'control-plane';
+  actor: string;
+  action: string;
+  target: { type: string; id: string };
+  occurred_at: string;
+  details: Record<string, string | number | boolean | null>;
+}
+
+/** Stream category -> audit target type. */
+const TARGETS: Record<string, string> = {
+  workspace: 'workspace',
+  org: 'organization',
+  project: 'project',
+  user: 'user',
+  apikey: 'api_key',
+  connection: 'connection',
+  platformkey: 'platform_key',
+  tracekey: 'trace_ingest_key',
+};
+
+/** Event type -> action; the past-tense type names the change already, dotted for the audit log. */
+const ACTIONS: Record<string, string> = {
+  WorkspaceCreated: 'workspace.created',
+  MemberAdded: 'workspace.member_added',
+  MemberRemoved: 'workspace.member_removed',
+  DimensionDefined: 'reporting_dimension.defined',
+  DimensionArchived: 'reporting_dimension.archived',
+  OrganizationCreated: 'organization.created',
+  ProviderDisallowListSet: 'organization.provider_disallow_list_set',
+  OrganizationTracingSet: 'organization.tracing_set',
+  ProjectCreated: 'project.created',
+  ProjectTracingSet: 'project.tracing_set',
+  UserRegistered: 'user.registered',
+  SessionIssued: 'session.issued',
+  SessionRevoked: 'session.revoked',
+  ApiKeyCreated: 'api_key.created',
+  ApiKeyRevoked: 'api_key.revoked',
+  ApiKeyTracingSet: 'api_key.tracing_set',
+  DimensionAssigned: 'api_key.dimension_assigned',
+  DimensionAssignmentEnded: 'api_key.dimension_assignment_ended',
+  ConnectionCreated: 'connection.created',
+  ConnectionMetadataUpdated: 'connection.metadata_updated',
+  ConnectionDeleted: 'connection.deleted',
+  PlatformKeySet: 'platform_key.set',
+  TraceIngestKeyCreated: 'trace_ingest_key.created',
+  TraceIngestKeyRotated: 'trace_ingest_key.rotated',
+  TraceIngestKeyRevoked: 'trace_ingest_key.revoked',
+};
+
+// Secrets, their hashes and ciphertexts, and personal data stay out of the audit trail; a value
+// assigned to a reporting dimension is tenant metadata and is kept out too.
+const WITHHELD = /secret|hash|cipher|token|password|email|^value$/i;
+
+export const isAuditedEvent = (type: string): boolean => type in ACTIONS;
+
+const details = (data: unknown): AuditRecord['details'] => {
+  const out: AuditRecord['details'] = {};
+  if (!data || typeof data !== 'object') return out;
+  for (const [key, value] of Object.entries(data as Record<string, unknown>)) {
+    if (WITHHELD.test(key)) continue;
+    if (
+      value === null ||
+      typeof value === 'string' ||
+      typeof value === 'number' ||
+      typeof value === 'boolean'
+    )
+      out[key] = value;
+    else if (Array.isArray(value)) out[`${key}_count`] = value.length;
+    else if (typeof value === 'object') out[`${key}_fields`] = Object.keys(value).length;
+  }
+  return out;
+};
+
+export const auditRecordOf = (e: StoredEvent): AuditRecord => {
+  const dash = e.streamId.indexOf('-');
+  const category = e.streamId.slice(0, dash);
+  return {
+    event_id: e.messageId,
+    tenant_id: typeof e.metadata.tenant_id === 'string' ? e.metadata.tenant_id : 'platform',
+    source: 'control-plane',
+    actor: typeof e.metadata.actor === 'string' ? e.metadata.actor : 'unknown',
+    action: ACTIONS[e.type] ?? e.type,
+    target: { type: TARGETS[category] ?? category, id: e.streamId.slice(dash + 1) },
+    occurred_at: typeof e.metadata.now === 'string' ? e.metadata.now : e.recordedAt.toISOString(),
+    details: details(e.data),
+  };
+};
