@@ -1,0 +1,169 @@
+/**
+ * Analytics port (ARCHITECTURE.md "Storage and the flow of data"; issue 3 item 2). The SQL is
+ * ClickHouse SQL written once: the embedded default runs it on chdb in a worker thread
+ * (`chdb/store.ts`), the scale-out deployment on a ClickHouse server over HTTP (`http/store.ts`).
+ * `test/contract/analytics.contract.ts` holds both adapters to the same behaviour.
+ */
+
+export type AnalyticsRow = Record<string, unknown>;
+
+/** Values of `{name:Type}` placeholders, bound by the engine: never spliced into the SQL text. */
+export type QueryParams = Record<string, unknown>;
+
+export interface AnalyticsHealth {
+  ok: boolean;
+  adapter: 'chdb' | 'clickhouse';
+  latencyMs?: number;
+  /** Engine version reported by `version()` when reachable. */
+  version?: string;
+  error?: string;
+}
+
+export interface AnalyticsStore {
+  readonly adapter: 'chdb' | 'clickhouse';
+  /** The database unqualified table names resolve in. */
+  readonly database: string;
+  /**
+   * Appends rows as JSONEachRow. Date values travel as ISO-8601 text and bigint as decimal
+   * strings, so DateTime64 and 64-bit columns keep their precision. Resolves once durable.
+   */
+  insert(table: string, rows: readonly AnalyticsRow[]): Promise<void>;
+  /** A SELECT; rows come back as JSONEachRow objects (64-bit integers and decimals as strings). */
+  query<T = AnalyticsRow>(sql: string, params?: QueryParams): Promise<T[]>;
+  /** DDL or any statement whose result is not read. */
+  command(sql: string, params?: QueryParams): Promise<void>;
+  health(): Promise<AnalyticsHealth>;
+  close(): Promise<void>;
+}
+
+/**
+ * What went wrong, for `svc_ingest_clickhouse_errors_total{kind}` and for the retry decision:
+ * `unavailable` (no answer, connection refused or reset), `timeout`, `server` (the engine raised
+ * an exception), `invalid` (the caller's input was refused before reaching the engine),
+ * `closed` (the store was closed).
+ */
+export type AnalyticsErrorKind = 'unavailable' | 'timeout' | 'server' | 'invalid' | 'closed';
+
+export class AnalyticsError extends Error {
+  readonly kind: AnalyticsErrorKind;
+  /** True when the same call may succeed later unchanged: callers nak or spool, not dead-letter. */
+  readonly retryable: boolean;
+  /** The ClickHouse exception code (`Code: N.`), when the engine raised one. */
+  readonly clickhouseCode: number | null;
+  readonly clickhouseType: string | null;
+
+  constructor(
+    kind: AnalyticsErrorKind,
+    message: string,
+    options: { retryable?: boolean; clickhouseCode?: number; clickhouseType?: string; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AnalyticsError';
+    this.kind = kind;
+    this.clickhouseCode = options.clickhouseCode ?? null;
+    this.clickhouseType = options.clickhouseType ?? null;
+    this.retryable =
+      options.retryable ??
+      (kind === 'unavailable' ||
+        kind === 'timeout' ||
+        (kind === 'server' &&
+          this.clickhouseCode !== null &&
+          TRANSIENT_CLICKHOUSE_CODES.has(this.clickhouseCode)));
+  }
+}
+
+/**
+ * ClickHouse exception codes that describe the server's momentary state rather than the query, so
+ * the same statement can succeed when retried (names checked with errorCodeToName()).
+ */
+export const TRANSIENT_CLICKHOUSE_CODES: ReadonlySet<number> = new Set([
+  159, // TIMEOUT_EXCEEDED
+  160, // TOO_SLOW
+  202, // TOO_MANY_SIMULTANEOUS_QUERIES
+  209, // SOCKET_TIMEOUT
+  210, // NETWORK_ERROR
+  241, // MEMORY_LIMIT_EXCEEDED
+  242, // TABLE_IS_READ_ONLY
+  252, // TOO_MANY_PARTS
+  285, // TOO_FEW_LIVE_REPLICAS
+  319, // UNKNOWN_STATUS_OF_INSERT
+  425, // SYSTEM_ERROR
+  999, // KEEPER_EXCEPTION
+]);
+
+const EXCEPTION_RE =
+  /Code: (\d+)\.[\s\S]*?DB::Exception: ([\s\S]*?)(?: \(([A-Z][A-Z0-9_]{2,})\))?(?: \(version [^)]*\))?\s*$/;
+
+/** Reads `Code: N. DB::Exception: message (TYPE)`, the text every ClickHouse front end reports. */
+export const parseClickHouseException = (
+  text: string,
+): { code: number; message: string; type: string | null } | null => {
+  const m = EXCEPTION_RE.exec(text.trim());
+  if (!m) return null;
+  return { code: Number(m[1]), message: m[2] ?? text, type: m[3] ?? null };
+};
+
+const IDENTIFIER_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Table and database names reach SQL text (they cannot be bound as values), so only plain
+ * identifiers are accepted, optionally `database.table`.
+ */
+export const assertIdentifier = (name: string, what: string, allowQualified = false): string => {
+  const parts = allowQualified ? name.split('.') : [name];
+  if (parts.length > 2 || !parts.every((p) => IDENTIFIER_RE.test(p) && p.length <= 128)) {
+    throw new AnalyticsError('invalid', `${what} ${JSON.stringify(name)} is not a plain identifier`);
+  }
+  return name;
+};
+
+/** A parameter's name travels as `param_<name>`; anything but an identifier is a caller's bug. */
+export const assertParamNames = (params: QueryParams): QueryParams => {
+  for (const name of Object.keys(params)) {
+    if (!IDENTIFIER_RE.test(name)) {
+      throw new AnalyticsError(
+        'invalid',
+        `query parameter name ${JSON.stringify(name)} is not an identifier`,
+      );
+    }
+  }
+  return params;
+};
+
+/**
+ * JSON.stringify refuses bigint; ClickHouse reads a quoted decimal into any integer column, which
+ * keeps UInt64/Int128 values exact.
+ */
+export const jsonReplacer = (_key: string, value: unknown): unknown =>
+  typeof value === 'bigint' ? value.toString() : value;
+
+/** One JSON object per line: the JSONEachRow body both adapters send. */
+export const encodeJsonEachRow = (rows: readonly AnalyticsRow[]): string => {
+  let out = '';
+  for (const row of rows) out += `${JSON.stringify(row, jsonReplacer)}\n`;
+  return out;
+};
+
+/** Parses a JSONEachRow body (one object per line; JSON escapes newlines inside values). */
+export const decodeJsonEachRow = <T>(text: string): T[] => {
+  const body = text.trimEnd();
+  if (body === '') return [];
+  return JSON.parse(`[${body.replaceAll('\n', ',')}]`) as T[];
+};
+
+/**
+ * Settings every insert carries: ISO-8601 timestamps with a zone (Date.toJSON) parse exactly, and
+ * the insert is synchronous. Callers already batch, and newer engines default to asynchronous
+ * inserts, which would hold each batch until the server's flush timer fires.
+ */
+export const INSERT_SETTINGS = { date_time_input_format: 'best_effort', async_insert: 0 } as const;
+
+/**
+ * Settings every query runs with, whatever the server's defaults (they changed across ClickHouse
+ * releases): 64-bit integers and decimals come back as strings, so no value passes through a
+ * lossy JS number (STYLE.md rule 9).
+ */
+export const QUERY_SETTINGS = {
+  output_format_json_quote_64bit_integers: '1',
+  output_format_json_quote_decimals: '1',
+} as const;

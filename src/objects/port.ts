@@ -1,0 +1,125 @@
+/**
+ * Object-store port (ARCHITECTURE.md "Storage and the flow of data"; issue 3 item 3): request
+ * body packs, files and artifacts. Every object belongs to one organization: each method takes the
+ * organization id and a key relative to it, and the store files the object under `<orgId>/<key>`,
+ * so no key can name another organization's object. Adapters: files under the data dir
+ * (`fs-store.ts`); S3-compatible later.
+ */
+
+export interface ObjectInfo {
+  /** The key relative to the organization, as given to `put`. */
+  key: string;
+  size: number;
+  modifiedAt: Date;
+}
+
+export interface ObjectStoreHealth {
+  ok: boolean;
+  adapter: 'fs';
+  error?: string;
+}
+
+export interface ObjectStore {
+  readonly adapter: 'fs';
+  /** Replaces the object atomically: a reader sees the old bytes or the new ones, never a mix. */
+  put(orgId: string, key: string, data: Uint8Array | string): Promise<ObjectInfo>;
+  /** Rejects with ObjectNotFoundError when absent. */
+  get(orgId: string, key: string): Promise<Buffer>;
+  /**
+   * Exactly `length` bytes from `offset`. A range reaching past the end is refused with
+   * ObjectRangeError rather than cut short, so a caller never mistakes a partial read for a frame.
+   */
+  getRange(orgId: string, key: string, offset: number, length: number): Promise<Buffer>;
+  /** Rejects with ObjectNotFoundError when absent. */
+  stat(orgId: string, key: string): Promise<ObjectInfo>;
+  /** True when something was deleted; deleting an absent key is not an error. */
+  delete(orgId: string, key: string): Promise<boolean>;
+  /** Objects whose key starts with `prefix` (a plain string prefix, as in S3), sorted by key. */
+  list(orgId: string, prefix?: string): Promise<ObjectInfo[]>;
+  health(): Promise<ObjectStoreHealth>;
+}
+
+export type ObjectStoreErrorCode = 'not_found' | 'invalid_key' | 'out_of_range' | 'conflict';
+
+export class ObjectStoreError extends Error {
+  constructor(
+    readonly code: ObjectStoreErrorCode,
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ObjectStoreError';
+  }
+}
+
+export class ObjectNotFoundError extends ObjectStoreError {
+  constructor(
+    readonly orgId: string,
+    readonly key: string,
+  ) {
+    super('not_found', `no object ${key} for ${orgId}`);
+    this.name = 'ObjectNotFoundError';
+  }
+}
+
+export class InvalidObjectKeyError extends ObjectStoreError {
+  constructor(message: string) {
+    super('invalid_key', message);
+    this.name = 'InvalidObjectKeyError';
+  }
+}
+
+export class ObjectRangeError extends ObjectStoreError {
+  constructor(message: string) {
+    super('out_of_range', message);
+    this.name = 'ObjectRangeError';
+  }
+}
+
+/** An organization id becomes one path segment: letters, digits, `_` and `-` only. */
+const ORG_ID_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+const MAX_KEY_LENGTH = 1024;
+/** Temporary files of in-flight writes; no key may name one. */
+export const TEMP_PREFIX = '.svc-tmp-';
+
+export const assertOrgId = (orgId: string): string => {
+  if (typeof orgId !== 'string' || !ORG_ID_RE.test(orgId)) {
+    throw new InvalidObjectKeyError(`organization id ${JSON.stringify(orgId)} is not a plain identifier`);
+  }
+  return orgId;
+};
+
+const checkSegments = (key: string, what: string, allowPartialEnd: boolean): string[] => {
+  if (typeof key !== 'string') throw new InvalidObjectKeyError(`${what} must be a string`);
+  if (key.length > MAX_KEY_LENGTH)
+    throw new InvalidObjectKeyError(`${what} is longer than ${MAX_KEY_LENGTH}`);
+  if (key.includes('\0')) throw new InvalidObjectKeyError(`${what} contains a NUL byte`);
+  if (key.includes('\\')) throw new InvalidObjectKeyError(`${what} contains a backslash`);
+  if (key.startsWith('/')) throw new InvalidObjectKeyError(`${what} ${JSON.stringify(key)} is absolute`);
+  const segments = key.split('/');
+  segments.forEach((segment, i) => {
+    const last = i === segments.length - 1;
+    if (segment === '' && !(last && allowPartialEnd)) {
+      throw new InvalidObjectKeyError(`${what} ${JSON.stringify(key)} has an empty segment`);
+    }
+    if (segment === '.' || segment === '..') {
+      throw new InvalidObjectKeyError(`${what} ${JSON.stringify(key)} contains a '${segment}' segment`);
+    }
+    if (segment.startsWith(TEMP_PREFIX)) {
+      throw new InvalidObjectKeyError(
+        `${what} ${JSON.stringify(key)} uses the reserved prefix ${TEMP_PREFIX}`,
+      );
+    }
+  });
+  return segments;
+};
+
+/** A key: `/`-separated, relative, no empty, `.` or `..` segment, no NUL or backslash. */
+export const assertObjectKey = (key: string): string[] => {
+  if (key === '') throw new InvalidObjectKeyError('object key is empty');
+  return checkSegments(key, 'object key', false);
+};
+
+/** A list prefix follows the key rules, except that it may be empty or end inside a segment. */
+export const assertKeyPrefix = (prefix: string): string[] =>
+  prefix === '' ? [''] : checkSegments(prefix, 'prefix', true);
