@@ -2,20 +2,20 @@ import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { AnalyticsStore } from '../analytics/port.js';
 import type { Config } from '../config/config.js';
 import { bindGrpc, createGrpcServer } from '../edges/grpc/server.js';
 import { createHttpServer } from '../edges/http/server.js';
-import type { Bus } from '../events/bus.js';
-import { NatsBus } from '../events/nats/bus.js';
-import { PostgresBus } from '../events/postgres/bus.js';
 import { PostgresEventStore } from '../events/postgres/event-store.js';
 import { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
 import { VERSION } from '../lib/version.js';
+import type { ObjectStore } from '../objects/port.js';
 import { HealthRegistry } from '../roles/health.js';
 import { ROLE_FACTORIES } from '../roles/index.js';
 import { ROLE_NAMES, type Role, type RoleName } from '../roles/role.js';
 import { CliError } from './output.js';
 import { type Database, dataDirOf, loadSecrets, openDatabase, type Secrets } from './runtime.js';
+import { openAnalytics, openBus, openObjects } from './storage.js';
 
 export interface RunningService {
   httpUrl: string;
@@ -30,10 +30,8 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-const openBus = (config: Config, database: Database): Bus =>
-  config.SVC_NATS_URL
-    ? new NatsBus({ servers: config.SVC_NATS_URL })
-    : new PostgresBus(database.pool, { connectionString: database.url });
+/** Roles that read or write analytics rows and stored objects; a lean gateway opens neither. */
+const DATA_ROLES: readonly RoleName[] = ['ingest', 'query', 'trace-ingest', 'audit'];
 
 export const parseRoles = (value: string | undefined): RoleName[] => {
   if (!value || value === 'all') return [...ROLE_NAMES];
@@ -79,9 +77,33 @@ export const startService = async (
   await bus
     .ensureStreams()
     .catch((err: unknown) => logger.warn({ err }, 'bus streams not ensured at start; will retry on use'));
+  let analytics: AnalyticsStore | null = null;
+  let objects: ObjectStore | null = null;
+  if (options.roles.some((r) => DATA_ROLES.includes(r))) {
+    try {
+      analytics = await openAnalytics(config);
+    } catch (err) {
+      await bus.close().catch(() => {});
+      await database.close();
+      throw err;
+    }
+    const store = analytics;
+    health.register('analytics', async () => {
+      const h = await store.health();
+      if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
+    });
+    const files = openObjects(config);
+    objects = files;
+    health.register('objects', async () => {
+      const h = await files.health();
+      if (!h.ok) throw new Error(h.error ?? 'unavailable');
+    });
+  }
   const ctx = {
     apiKeys,
     bus,
+    analytics,
+    objects,
     config,
     dataDir: dataDirOf(config),
     databaseUrl: database.url,
@@ -113,6 +135,7 @@ export const startService = async (
     }
     await apiKeys.stop();
     await bus.close().catch(() => {});
+    await analytics?.close().catch(() => {});
     await eventStore.close();
     await database.close();
   };

@@ -2,11 +2,13 @@ import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import type { AnalyticsStore } from '../analytics/port.js';
 import type { Config } from '../config/config.js';
 import type { Bus } from '../events/bus.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import type { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
+import type { ObjectStore } from '../objects/port.js';
 import type { HealthRegistry } from './health.js';
 
 /** Every role `svc serve --roles` knows (ARCHITECTURE.md "One codebase, one CLI, several roles"). */
@@ -32,6 +34,9 @@ export interface RoleContext {
   eventStore: EventStore;
   /** NATS JetStream when SVC_NATS_URL is set, otherwise the Postgres-table bus. */
   bus: Bus;
+  /** Opened when a data role (ingest, query, trace-ingest, audit) runs in this process. */
+  analytics: AnalyticsStore | null;
+  objects: ObjectStore | null;
   logger: Logger;
   metrics: Registry;
   health: HealthRegistry;

@@ -42,7 +42,9 @@ describe('svc serve on the embedded default', () => {
       dependencies: Record<string, { status: string }>;
     };
     expect(body.status).toBe('ok');
-    expect(body.dependencies.postgres?.status).toBe('up');
+    // The embedded default: Postgres event store and bus, chdb analytics, file object store.
+    for (const dep of ['postgres', 'bus', 'analytics', 'objects', 'projector'])
+      expect(body.dependencies[dep]?.status, dep).toBe('up');
     const metrics = await fetch(`${serve.httpUrl}/metrics`);
     expect(metrics.status).toBe(200);
     const text = await metrics.text();

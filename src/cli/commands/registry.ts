@@ -98,42 +98,35 @@ interface ImportOptions {
 const runImport = async (opts: ImportOptions) => {
   const adapter = adapterOf(opts.adapter);
   const lane = laneOf(opts.lane, adapter);
-  const bar = progress(`registry import ${lane}`, { quiet: opts.json });
-  const steps = 4;
-  bar.update(0, steps);
   const artifact = readArtifact({
     catalogFile: opts.catalog,
     catalogText: await readText(opts.catalog, 'catalog'),
     ratesFile: opts.rates,
     ratesText: await readText(opts.rates, 'rates'),
   });
-  if (!artifact.ok) {
-    bar.stop();
-    throw new CliError(formatRefusal(artifact.refusal));
-  }
-  bar.update(1, steps);
+  if (!artifact.ok) throw new CliError(formatRefusal(artifact.refusal));
+  // Steps: read, catch the read model up, decide and append, project the new events.
+  const bar = progress(`registry import ${lane}`, { quiet: opts.json });
+  bar.update(1, 4);
   try {
     const result = await withDatabase(async (db, store) => {
       // Other lanes' facts must be current before the shared-capability check reads them.
       await catchUpRegistry(db.pool);
-      bar.update(2, steps);
+      bar.update(2, 4);
       const imported = await importArtifact(
         store,
         sharedFactsFrom(db.pool),
         { lane, adapter, artifact: artifact.value, skipUnpriced: opts.skipUnpriced === true },
         context(),
       );
-      bar.update(3, steps);
+      bar.update(3, 4);
       await catchUpRegistry(db.pool);
-      bar.update(4, steps);
+      bar.update(4, 4);
       return imported;
     });
     bar.stop();
-    emit(
-      opts.json,
-      { ...result.summary, changed: result.events.length > 0, events: result.events.length },
-      describeImport,
-    );
+    const summary = { ...result.summary, changed: result.events.length > 0, events: result.events.length };
+    emit(opts.json, summary, describeImport);
   } finally {
     bar.stop();
   }
