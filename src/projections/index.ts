@@ -1,9 +1,14 @@
 import { controlPlaneProjection } from './control-plane/projection.js';
 import type { Projection } from './projection.js';
+import { registryProjection } from './registry/projection.js';
 import { streamCatalogProjection } from './streams/projection.js';
 
 /** Every Postgres read model the projector role keeps and `svc replay` can rebuild. */
-export const PROJECTIONS: readonly Projection[] = [streamCatalogProjection, controlPlaneProjection];
+export const PROJECTIONS: readonly Projection[] = [
+  streamCatalogProjection,
+  controlPlaneProjection,
+  registryProjection,
+];
 
 export const findProjection = (name: string): Projection | undefined =>
   PROJECTIONS.find((p) => p.name === name);

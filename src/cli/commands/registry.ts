@@ -108,28 +108,23 @@ const runImport = async (opts: ImportOptions) => {
   // Steps: read, catch the read model up, decide and append, project the new events.
   const bar = progress(`registry import ${lane}`, { quiet: opts.json });
   bar.update(1, 4);
-  try {
-    const result = await withDatabase(async (db, store) => {
-      // Other lanes' facts must be current before the shared-capability check reads them.
-      await catchUpRegistry(db.pool);
-      bar.update(2, 4);
-      const imported = await importArtifact(
-        store,
-        sharedFactsFrom(db.pool),
-        { lane, adapter, artifact: artifact.value, skipUnpriced: opts.skipUnpriced === true },
-        context(),
-      );
-      bar.update(3, 4);
-      await catchUpRegistry(db.pool);
-      bar.update(4, 4);
-      return imported;
-    });
-    bar.stop();
-    const summary = { ...result.summary, changed: result.events.length > 0, events: result.events.length };
-    emit(opts.json, summary, describeImport);
-  } finally {
-    bar.stop();
-  }
+  const result = await withDatabase(async (db, store) => {
+    // Other lanes' facts must be current before the shared-capability check reads them.
+    await catchUpRegistry(db.pool);
+    bar.update(2, 4);
+    const imported = await importArtifact(
+      store,
+      sharedFactsFrom(db.pool),
+      { lane, adapter, artifact: artifact.value, skipUnpriced: opts.skipUnpriced === true },
+      context(),
+    );
+    bar.update(3, 4);
+    await catchUpRegistry(db.pool);
+    bar.update(4, 4);
+    return imported;
+  }).finally(() => bar.stop());
+  const summary = { ...result.summary, changed: result.events.length > 0, events: result.events.length };
+  emit(opts.json, summary, describeImport);
 };
 
 const countOption = (value: string | undefined, flag: string): number | null => {

@@ -1,0 +1,117 @@
+import type { RateRowInput } from '../../gateway/pricing/index.js';
+import { assertNever } from '../../lib/assert.js';
+import { ServiceError } from '../../lib/errors.js';
+import { formatUsd, tryParseUsd } from '../../lib/money.js';
+import type { Decider } from '../decider.js';
+import type { RegistryCommand, RegistryEvent } from './events.js';
+import { checkAdapter, checkSharedFacts, decideImport } from './import.js';
+import {
+  cardIdFor,
+  evolveLane,
+  initialLane,
+  type Lane,
+  latestRevision,
+  sameFacts,
+  sameRows,
+  winningCard,
+} from './state.js';
+
+type UpsertCommand = Extract<RegistryCommand, { type: 'UpsertEndpoint' }>;
+type ApproveCommand = Extract<RegistryCommand, { type: 'ApproveRateCards' }>;
+
+const perTokenRow = (meter: 'input_token' | 'output_token', price: string, param: string): RateRowInput => {
+  const parsed = tryParseUsd(price);
+  if (!parsed.ok) throw new ServiceError('bad_request', `${param}: ${parsed.error}`, { param });
+  if (parsed.value < 0n) throw new ServiceError('bad_request', `${param} must not be negative`, { param });
+  return {
+    row_id: `standard:${meter}:text:-:0`,
+    tier: 'standard',
+    meter,
+    modality: 'text',
+    min_context: 0,
+    max_context: null,
+    cache_ttl: null,
+    tool_type: null,
+    unit_price: formatUsd(parsed.value),
+  };
+};
+
+/**
+ * SPEC 2.8: an endpoint written by hand is operator-managed with pinned pricing, one per-token
+ * price per direction, open-ended from the command's time. Re-running it unchanged is a no-op.
+ */
+const upsert = (cmd: UpsertCommand, s: Lane): RegistryEvent[] => {
+  const { lane, adapter, endpoint } = cmd.data;
+  checkAdapter(s, lane, adapter);
+  checkSharedFacts(lane, endpoint, cmd.data.other_lanes);
+  const rows = [
+    perTokenRow('input_token', cmd.data.input_price_per_token, 'input_price_per_token'),
+    perTokenRow('output_token', cmd.data.output_price_per_token, 'output_price_per_token'),
+  ];
+  const events: RegistryEvent[] = [];
+  const current = s.endpoints.get(endpoint.model);
+  const same =
+    current !== undefined &&
+    !current.retired &&
+    current.managed_by === 'operator' &&
+    current.adapter === adapter &&
+    sameFacts(current, endpoint);
+  if (!same) {
+    events.push({
+      type: 'EndpointUpserted',
+      data: { ...endpoint, lane, adapter, managed_by: 'operator', pricing_pinned: true },
+    });
+  }
+  const existing = s.cards.get(endpoint.model) ?? [];
+  const open = { effective_from: cmd.data.effective_from, effective_to: null };
+  const winner = winningCard(existing, open);
+  // The interval starts at each run's time, so "unchanged" means the card pricing from now on is
+  // already open-ended at these prices, not that some card shares this interval.
+  if (winner === undefined || winner.effective_to !== null || !sameRows(winner.rows, rows)) {
+    const revision = latestRevision(existing) + 1;
+    events.push({
+      type: 'RateCardActivated',
+      data: {
+        lane,
+        model: endpoint.model,
+        card_id: cardIdFor(lane, endpoint.model, revision),
+        revision,
+        ...open,
+        rows,
+        needs_approval: false,
+        source: 'operator',
+      },
+    });
+  }
+  return events;
+};
+
+/** Clears the approval flag of every flagged card of the model; nothing flagged is a no-op. */
+const approve = (cmd: ApproveCommand, s: Lane): RegistryEvent[] => {
+  const { lane, model } = cmd.data;
+  if (!s.endpoints.has(model) && !s.cards.has(model)) {
+    throw new ServiceError('not_found', `lane ${lane} has no model ${model}`, { param: 'model' });
+  }
+  return (s.cards.get(model) ?? [])
+    .filter((c) => c.needs_approval)
+    .map((c) => ({ type: 'RateCardApproved', data: { lane, model, card_id: c.card_id } }));
+};
+
+const decide = (cmd: RegistryCommand, s: Lane): RegistryEvent[] => {
+  switch (cmd.type) {
+    case 'ImportArtifact':
+      return decideImport(cmd, s);
+    case 'UpsertEndpoint':
+      return upsert(cmd, s);
+    case 'ApproveRateCards':
+      return approve(cmd, s);
+    default:
+      return assertNever(cmd);
+  }
+};
+
+export const registryDecider: Decider<RegistryCommand, RegistryEvent, Lane> = {
+  initialState: initialLane,
+  evolve: evolveLane,
+  decide,
+};

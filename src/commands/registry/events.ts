@@ -1,0 +1,155 @@
+import type { Modality, RateRowInput } from '../../gateway/pricing/index.js';
+
+/**
+ * The registry aggregate: one stream per lane (`registry-<lane>`). A lane is one upstream
+ * environment served by one adapter; a second environment of the same provider is a second lane
+ * with its own name, credentials, prices and import history (SPEC 4.7).
+ */
+
+export const ADAPTERS = ['openai', 'anthropic', 'bedrock', 'bedrock-gov', 'azure', 'azure-gov'] as const;
+export type Adapter = (typeof ADAPTERS)[number];
+
+export const isAdapter = (value: string): value is Adapter => (ADAPTERS as readonly string[]).includes(value);
+
+/** Lane names appear in `lane/model` selectors and stream ids: no slash, no spaces, lower case. */
+export const LANE_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+export const registryStream = (lane: string): string => `registry-${lane}`;
+
+export const CAPABILITIES = [
+  'chat',
+  'embeddings',
+  'responses',
+  'images',
+  'moderations',
+  'tools',
+  'streaming',
+  'reasoning',
+] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+export type Capabilities = Record<Capability, boolean>;
+
+export type ManagedBy = 'import' | 'operator';
+
+/** What a catalog row (or the upsert command) says about one model on one lane. */
+export interface EndpointFacts {
+  model: string;
+  provider_model_id: string;
+  /** Lane default origin from the catalog; null when absent or `https://unused.invalid`. */
+  base_url: string | null;
+  display_name: string;
+  family: string;
+  release_date: string | null;
+  description: string;
+  capabilities: Capabilities;
+  input_modalities: Modality[];
+  output_modalities: Modality[];
+  /** Null only on operator upserts that did not state it; an import always has one. */
+  context_length: number | null;
+  max_output_tokens: number | null;
+  enabled: boolean;
+}
+
+/** One rate card of an artifact before the aggregate numbers it: rows hold exact per-unit prices. */
+export interface CardSpec {
+  model: string;
+  effective_from: string;
+  effective_to: string | null;
+  rows: RateRowInput[];
+}
+
+export interface Artifact {
+  /** `sha256:` over the catalog and rates bytes: the same files are the same artifact. */
+  digest: string;
+  catalog_file: string;
+  rates_file: string;
+  endpoints: EndpointFacts[];
+  cards: CardSpec[];
+}
+
+/** Model-level facts another lane serves, read before deciding so the decider stays pure. */
+export interface SharedModelFact {
+  lane: string;
+  model: string;
+  reasoning: boolean;
+  input_modalities: Modality[];
+  output_modalities: Modality[];
+}
+
+export type RegistryCommand =
+  | {
+      type: 'ImportArtifact';
+      data: {
+        lane: string;
+        adapter: Adapter;
+        artifact: Artifact;
+        skip_unpriced: boolean;
+        other_lanes: SharedModelFact[];
+      };
+    }
+  | {
+      type: 'UpsertEndpoint';
+      data: {
+        lane: string;
+        adapter: Adapter;
+        endpoint: EndpointFacts;
+        input_price_per_token: string;
+        output_price_per_token: string;
+        /** When the pinned prices start; the command's decision time. */
+        effective_from: string;
+        other_lanes: SharedModelFact[];
+      };
+    }
+  | { type: 'ApproveRateCards'; data: { lane: string; model: string } };
+
+export interface ImportCounts {
+  endpoints_added: number;
+  endpoints_updated: number;
+  endpoints_retired: number;
+  endpoints_unchanged: number;
+  cards_activated: number;
+  cards_flagged: number;
+}
+
+export type EndpointUpsertedData = EndpointFacts & {
+  lane: string;
+  adapter: Adapter;
+  managed_by: ManagedBy;
+  pricing_pinned: boolean;
+};
+
+export interface RateCardActivatedData {
+  lane: string;
+  model: string;
+  card_id: string;
+  revision: number;
+  effective_from: string;
+  effective_to: string | null;
+  rows: RateRowInput[];
+  /** Set when the card replaces prices already in force on an overlapping interval. */
+  needs_approval: boolean;
+  source: ManagedBy;
+}
+
+export type RegistryEvent =
+  | {
+      type: 'ArtifactImported';
+      data: ImportCounts & {
+        lane: string;
+        adapter: Adapter;
+        digest: string;
+        catalog_file: string;
+        rates_file: string;
+        skip_unpriced: boolean;
+        /** Models `--skip-unpriced` left out for lack of an input_token and an output_token price. */
+        dropped: string[];
+        /** Models in the artifact that an operator manages on this lane: the import leaves them. */
+        skipped_operator: string[];
+      };
+    }
+  | { type: 'EndpointUpserted'; data: EndpointUpsertedData }
+  | { type: 'EndpointRetired'; data: { lane: string; model: string; reason: 'absent_from_import' } }
+  | { type: 'RateCardActivated'; data: RateCardActivatedData }
+  | { type: 'RateCardApproved'; data: { lane: string; model: string; card_id: string } };
+
+export type RegistryEventType = RegistryEvent['type'];

@@ -1,0 +1,70 @@
+import type { SharedFactsSource } from '../../commands/registry/handler.js';
+import type { Pool } from '../../events/postgres/pool.js';
+import type { Modality } from '../../gateway/pricing/index.js';
+import { runBatch } from '../runner.js';
+import { registryProjection } from './projection.js';
+
+/**
+ * Brings the registry read model to the event store's head from the calling process. Operator
+ * commands call it after writing, so what they print (and the next command reads) is current
+ * whether or not a projector role is running; the checkpoint lock keeps two runners apart.
+ */
+export const catchUpRegistry = async (pool: Pool, onProgress?: (position: number) => void): Promise<void> => {
+  for (;;) {
+    const r = await runBatch(pool, registryProjection);
+    onProgress?.(r.position);
+    if (r.applied === 0) return;
+  }
+};
+
+/** Model-level facts of non-retired endpoints on other lanes (SPEC 2.8 shared capabilities). */
+export const sharedFactsFrom =
+  (pool: Pool): SharedFactsSource =>
+  async (models, exceptLane) => {
+    if (models.length === 0) return [];
+    const { rows } = await pool.query<{
+      lane: string;
+      model: string;
+      reasoning: boolean;
+      input_modalities: Modality[];
+      output_modalities: Modality[];
+    }>(
+      `SELECT lane, model, reasoning, input_modalities, output_modalities FROM rm_registry_endpoints
+       WHERE model = ANY($1) AND lane <> $2 AND NOT retired ORDER BY model, lane`,
+      [models, exceptLane],
+    );
+    return rows;
+  };
+
+export interface EndpointListing {
+  lane: string;
+  adapter: string;
+  model: string;
+  provider_model_id: string;
+  enabled: boolean;
+  retired: boolean;
+  quarantined: boolean;
+  managed_by: string;
+  pricing_pinned: boolean;
+  /** Latest revision's card, whatever its interval; null when the endpoint has no price at all. */
+  card_id: string | null;
+  revision: number | null;
+  needs_approval: boolean;
+}
+
+export const listEndpoints = async (pool: Pool, lane?: string): Promise<EndpointListing[]> => {
+  const { rows } = await pool.query<EndpointListing>(
+    `SELECT e.lane, e.adapter, e.model, e.provider_model_id, e.enabled, e.retired, e.quarantined, e.managed_by,
+            e.pricing_pinned, c.card_id, c.revision,
+            EXISTS (SELECT 1 FROM rm_registry_rate_cards f
+                    WHERE f.lane = e.lane AND f.model = e.model AND f.needs_approval) AS needs_approval
+       FROM rm_registry_endpoints e
+       LEFT JOIN LATERAL (SELECT card_id, revision FROM rm_registry_rate_cards r
+                           WHERE r.lane = e.lane AND r.model = e.model
+                           ORDER BY revision DESC LIMIT 1) c ON true
+      WHERE $1::text IS NULL OR e.lane = $1
+      ORDER BY e.lane, e.model`,
+    [lane ?? null],
+  );
+  return rows;
+};
