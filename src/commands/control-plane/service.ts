@@ -47,7 +47,7 @@ export class ControlPlane {
 
   constructor(
     private readonly store: EventStore,
-    private readonly pool: Pool,
+    pool: Pool,
     private readonly masterKey: Buffer,
     /** Resolves once the control-plane read model includes `position`. */
     private readonly readYourWrites: (position: number) => Promise<void>,

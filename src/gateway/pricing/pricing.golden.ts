@@ -6,7 +6,6 @@ import {
   INPUT_ONLY_CARD,
   REQUEST_CARD,
   REQUEST_PRICED_IMAGE_CARD,
-  TEXT_CARD,
 } from './pricing.fixtures.js';
 import type { CompiledRateCard } from './rate-card.js';
 import type { AudioMarker, BillingReason, PricingUsage } from './types.js';
