@@ -51,7 +51,12 @@ export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; func
 export type Operation = 'chat' | 'embeddings' | 'responses' | 'moderations' | 'images' | 'count_tokens';
 
 /** Which edge a request came through: analytics `route` and the dialect of every reply. */
-export type Route = '/v1/chat/completions' | '/alt/v1/messages' | '/alt/v1/messages/count_tokens' | '/v1/embeddings' | '/v1/responses';
+export type Route =
+  | '/v1/chat/completions'
+  | '/alt/v1/messages'
+  | '/alt/v1/messages/count_tokens'
+  | '/v1/embeddings'
+  | '/v1/responses';
 
 export interface CanonicalRequest {
   operation: Operation;
@@ -79,7 +84,11 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens?: number; audio_tokens?: number | null; cache_write_tokens?: number };
+  prompt_tokens_details?: {
+    cached_tokens?: number;
+    audio_tokens?: number | null;
+    cache_write_tokens?: number;
+  };
   completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number | null };
 }
 
@@ -93,8 +102,8 @@ export interface CanonicalReply {
   message: ChatMessage;
   finishReason: FinishReason | null;
   usage: Usage | null;
-  /** Upstream fields a reference-shaped reply carried that the edge should relay (system_fingerprint, ...). */
-  extra?: Record<string, unknown>;
+  /** A reference-shaped upstream's own JSON: the primary edge relays it with id and model rewritten. */
+  raw?: Record<string, unknown>;
 }
 
 /** One streamed delta, in the shape of a chat.completion.chunk choice plus an optional usage. */
@@ -104,9 +113,15 @@ export interface CanonicalChunk {
     content?: string;
     reasoning_content?: string;
     reasoning_signature?: string;
-    tool_calls?: { index: number; id?: string; type?: 'function'; function: { name?: string; arguments?: string } }[];
+    tool_calls?: {
+      index: number;
+      id?: string;
+      type?: 'function';
+      function: { name?: string; arguments?: string };
+    }[];
   };
   finishReason?: FinishReason | null;
   usage?: Usage | null;
-  model?: string;
+  /** A reference-shaped upstream's own chunk: the primary edge relays it with id and model rewritten. */
+  raw?: Record<string, unknown>;
 }

@@ -1,13 +1,91 @@
+import { Counter, Histogram } from 'prom-client';
+import type { Adapter } from '../commands/registry/events.js';
+import type { ChatDeps } from '../edges/http/gateway/chat.js';
 import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
+import type { CompletionSink } from '../gateway/completed.js';
+import { RateLimiter } from '../gateway/rate-limit.js';
+import { RegistrySnapshotCache } from '../gateway/registry/index.js';
+import { SnapshotCache } from '../gateway/snapshot-cache.js';
+import { tenancySource } from '../gateway/tenancy.js';
+import { openAiAdapter } from '../providers/openai/adapter.js';
+import type { ProviderAdapter } from '../providers/provider.js';
 import type { Role, RoleContext } from './role.js';
 
-export const gatewayRole = (ctx: RoleContext): Role => {
+/** Adapters by registry adapter id; adding a provider touches this map only (STYLE.md rule 7). */
+export const ADAPTERS: ReadonlyMap<Adapter, ProviderAdapter> = new Map<Adapter, ProviderAdapter>([
+  ['openai', openAiAdapter],
+]);
+
+const SPEC_MESSAGE_CAP = 64 * 1024;
+
+export const gatewayRole = (ctx: RoleContext, sink?: CompletionSink): Role => {
   const keys = ctx.apiKeys;
+  const registry = new RegistrySnapshotCache(ctx.pool, ctx.databaseUrl, {
+    onError: (err) => ctx.logger.error({ err }, 'registry snapshot refresh failed'),
+  });
+  const tenancy = new SnapshotCache(
+    tenancySource(ctx.pool, ctx.masterKey, (what) =>
+      ctx.logger.error({ what }, 'a stored credential does not decrypt with SVC_MASTER_KEY'),
+    ),
+    ctx.databaseUrl,
+    { onError: (err) => ctx.logger.error({ err }, 'tenancy snapshot refresh failed') },
+  );
+  const attempts = new Counter({
+    name: 'svc_gateway_attempt_total',
+    help: 'Upstream attempts by provider lane and outcome',
+    labelNames: ['provider', 'outcome'] as const,
+    registers: [ctx.metrics],
+  });
+  const duration = new Histogram({
+    name: 'svc_gateway_request_duration_seconds',
+    help: 'Gateway request duration to the last byte',
+    labelNames: ['route', 'status', 'stream'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [ctx.metrics],
+  });
+  const ttfb = new Histogram({
+    name: 'svc_gateway_time_to_first_byte_seconds',
+    help: 'Gateway time to the first reply byte',
+    labelNames: ['route', 'stream'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [ctx.metrics],
+  });
+  const c = ctx.config;
+  const chat: ChatDeps = {
+    registry: () => registry.current(),
+    tenancy: () => tenancy.current(),
+    adapters: ADAPTERS,
+    budget: {
+      retries: c.SVC_GATEWAY_RETRIES,
+      deadlineMs: c.SVC_GATEWAY_REQUEST_DEADLINE_MS,
+      attemptTimeoutMs: c.SVC_GATEWAY_ATTEMPT_TIMEOUT_MS,
+      backoffMs: c.SVC_GATEWAY_RETRY_BACKOFF_MS,
+    },
+    limits: {
+      maxResponseBytes: c.SVC_GATEWAY_MAX_UPSTREAM_BYTES,
+      maxErrorMessageBytes: Math.min(SPEC_MESSAGE_CAP, c.SVC_GATEWAY_MAX_RESPONSE_BYTES ?? SPEC_MESSAGE_CAP),
+    },
+    rateLimiter: new RateLimiter(c.SVC_GATEWAY_RATE_LIMIT_RPM),
+    onAttempt: (provider, outcome) => attempts.inc({ provider, outcome }),
+    onCompleted: sink ?? (() => {}),
+    observe: (route, status, stream, seconds, ttfbSeconds) => {
+      duration.observe({ route, status: String(status), stream: String(stream) }, seconds);
+      if (ttfbSeconds !== null) ttfb.observe({ route, stream: String(stream) }, ttfbSeconds);
+    },
+    bodyLimit: c.SVC_GATEWAY_MAX_REQUEST_BYTES,
+  };
   return {
     name: 'gateway',
-    http: (app) => registerGatewayRoutes(app, keys),
-    // The key cache warms before the servers listen, so no request meets a cold cache.
-    prepare: () =>
-      keys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') }),
+    http: (app) => registerGatewayRoutes(app, keys, chat),
+    // Caches warm before the servers listen, so no request meets a cold one.
+    prepare: async () => {
+      await keys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') });
+      await registry.start();
+      await tenancy.start();
+    },
+    stop: async () => {
+      await registry.stop();
+      await tenancy.stop();
+    },
   };
 };

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiKeyCache, ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
 import { renderAltError, renderPrimaryError, ServiceError } from '../../../lib/errors.js';
 import { authenticateApiKey } from './auth.js';
+import { type ChatDeps, registerChatRoute } from './chat.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,7 +24,6 @@ const UNIMPLEMENTED_FAMILIES = [
 
 /** Routes of the primary edge that exist in the SPEC but are not built yet: 501 after auth. */
 const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
-  ['POST', '/chat/completions'],
   ['POST', '/responses'],
   ['POST', '/embeddings'],
   ['POST', '/moderations'],
@@ -42,7 +42,8 @@ const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
 const toServiceError = (err: unknown): ServiceError => {
   if (err instanceof ServiceError) return err;
   const e = err as { statusCode?: number; code?: string; message?: string };
-  if (e.statusCode === 413) return new ServiceError('payload_too_large', 'request body is too large');
+  if (e.statusCode === 413)
+    return new ServiceError('payload_too_large', 'request body is too large for this gateway');
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
     return new ServiceError('invalid_request_error', e.message ?? 'invalid request body', {
       status: e.statusCode,
@@ -59,7 +60,11 @@ const notBuilt = (what: string) => {
  * The primary (/v1) and alternate (/alt/v1) edges: API-key auth, the dialect envelopes, 404s for
  * unknown routes. Operations land here issue by issue; until then they answer 501.
  */
-export const registerGatewayRoutes = async (app: FastifyInstance, cache: ApiKeyCache): Promise<void> => {
+export const registerGatewayRoutes = async (
+  app: FastifyInstance,
+  cache: ApiKeyCache,
+  chat: ChatDeps,
+): Promise<void> => {
   await app.register(
     async (v1) => {
       v1.setErrorHandler((err, request, reply) => {
@@ -79,6 +84,7 @@ export const registerGatewayRoutes = async (app: FastifyInstance, cache: ApiKeyC
         if (request.is404) return;
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: false });
       });
+      registerChatRoute(v1, chat);
       for (const [method, path] of PRIMARY_NOT_BUILT)
         v1.route({ method, url: path, handler: async () => notBuilt(`${method} /v1${path}`) });
     },

@@ -1,0 +1,41 @@
+import type { ApiKeyIdentity } from './auth/api-key-cache.js';
+import type { CanonicalRequest, Usage } from './contract.js';
+import type { AttemptRecord } from './pipeline.js';
+import type { PricingResult } from './pricing/index.js';
+
+/**
+ * Everything the gateway knows about a finished request, handed to the request.completed publisher
+ * after the reply (never in the client's critical path).
+ */
+export interface CompletedRequest {
+  requestId: string;
+  key: ApiKeyIdentity;
+  request: CanonicalRequest;
+  /** The parsed inbound body size, for estimates and analytics. */
+  requestBytes: number;
+  status: 'success' | 'error';
+  httpStatus: number;
+  errorCode: string | null;
+  errorType: string | null;
+  /** `lane/model` and the upstream id of the endpoint that served (or last failed). */
+  provider: string | null;
+  modelServed: string | null;
+  providerModelId: string | null;
+  funding: 'byok' | 'wallet' | null;
+  startedAt: Date;
+  finishedAt: Date;
+  ttfbMs: number | null;
+  attempts: AttemptRecord[];
+  usage: Usage | null;
+  usageEstimated: boolean;
+  pricing: PricingResult | null;
+  /** Full tracing on (org, project, key or the svc-enable-tracing header) and where it came from. */
+  tracing: { full: boolean; source: 'org' | 'project' | 'api_key' | 'header' | 'none' };
+  sessionId: string | null;
+  /** Names and counts of the tools the reply called; never their arguments. */
+  toolSummary: Record<string, number>;
+  /** Present only when full tracing is on. */
+  bodies: { request: Buffer; response: Buffer | null } | null;
+}
+
+export type CompletionSink = (completed: CompletedRequest) => void;

@@ -1,0 +1,171 @@
+import type { Adapter } from '../commands/registry/events.js';
+import type {
+  AttemptFailure,
+  AttemptTarget,
+  Credentials,
+  FailureKind,
+  ProviderAdapter,
+} from '../providers/provider.js';
+import type { CanonicalChunk, CanonicalReply, CanonicalRequest } from './contract.js';
+import type { RegistryEndpoint } from './registry/snapshot.js';
+
+/** One entry of the attempt trail (SPEC 2.4 plus what analytics needs). */
+export interface AttemptRecord {
+  source: string;
+  kind: FailureKind | null;
+  status_code: number | null;
+  message: string | null;
+  provider: string;
+  model: string;
+  provider_model_id: string;
+  outcome: 'success' | 'failure';
+  latency_ms: number;
+}
+
+export interface PipelineBudget {
+  /** Retries shared by every candidate of the request (fallback to another candidate is free). */
+  retries: number;
+  deadlineMs: number;
+  attemptTimeoutMs: number;
+  backoffMs: number;
+}
+
+export type PipelineResult =
+  | {
+      ok: true;
+      endpoint: RegistryEndpoint;
+      credentials: Credentials;
+      reply?: CanonicalReply;
+      /** For streams: the first chunk already read (the commit point) and the rest. */
+      first?: CanonicalChunk;
+      rest?: AsyncIterator<CanonicalChunk>;
+      attempts: AttemptRecord[];
+    }
+  | { ok: false; attempts: AttemptRecord[]; failures: AttemptFailure[] };
+
+export interface PipelineDeps {
+  adapters: ReadonlyMap<Adapter, ProviderAdapter>;
+  credentials: (endpoint: RegistryEndpoint) => Credentials | null;
+  limits: AttemptTarget['limits'];
+  onAttempt?: (provider: string, outcome: string) => void;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+/**
+ * The attempt pipeline (SPEC 1.2; issue 6 item 5): each candidate in order; a retryable failure is
+ * tried again while the shared retry budget and the deadline last, then the next candidate. A
+ * stream commits once its first chunk arrived: later failures end the stream, never fall back.
+ */
+export const runAttempts = async (
+  request: CanonicalRequest,
+  candidates: readonly RegistryEndpoint[],
+  deps: PipelineDeps,
+  context: { requestId: string; signal: AbortSignal; budget: PipelineBudget },
+): Promise<PipelineResult> => {
+  const attempts: AttemptRecord[] = [];
+  const failures: AttemptFailure[] = [];
+  const deadline = Date.now() + context.budget.deadlineMs;
+  let retries = context.budget.retries;
+
+  const record = (endpoint: RegistryEndpoint, started: number, failure: AttemptFailure | null) => {
+    attempts.push({
+      source: `${endpoint.lane}/${endpoint.model}`,
+      kind: failure?.kind ?? null,
+      status_code: failure?.status_code ?? null,
+      message: failure?.message ?? null,
+      provider: endpoint.lane,
+      model: endpoint.model,
+      provider_model_id: endpoint.provider_model_id,
+      outcome: failure ? 'failure' : 'success',
+      latency_ms: Date.now() - started,
+    });
+    deps.onAttempt?.(endpoint.lane, failure ? failure.kind : 'success');
+    if (failure) failures.push(failure);
+  };
+
+  for (const endpoint of candidates) {
+    const adapter = deps.adapters.get(endpoint.adapter);
+    const credentials = deps.credentials(endpoint);
+    if (!adapter || !credentials) {
+      record(endpoint, Date.now(), {
+        kind: adapter ? 'MissingProviderKey' : 'Internal',
+        message: adapter
+          ? `no ${endpoint.adapter} credential: neither a project connection named primary nor a platform key`
+          : `the ${endpoint.adapter} adapter is not available in this build`,
+        retryable: false,
+        fallback: true,
+      });
+      continue;
+    }
+    for (;;) {
+      if (context.signal.aborted) return { ok: false, attempts, failures };
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        record(endpoint, Date.now(), {
+          kind: 'Timeout',
+          message: 'request deadline reached',
+          retryable: false,
+          fallback: false,
+        });
+        return { ok: false, attempts, failures };
+      }
+      const started = Date.now();
+      const outcome = await adapter.chat(request, {
+        endpoint,
+        credentials,
+        requestId: context.requestId,
+        signal: context.signal,
+        timeoutMs: Math.min(context.budget.attemptTimeoutMs, remaining),
+        limits: deps.limits,
+      });
+      let failure: AttemptFailure;
+      if (outcome.ok && 'reply' in outcome) {
+        record(endpoint, started, null);
+        return { ok: true, endpoint, credentials, reply: outcome.reply, attempts };
+      }
+      if (outcome.ok) {
+        const it = outcome.stream[Symbol.asyncIterator]();
+        try {
+          const first = await it.next();
+          record(endpoint, started, null);
+          return {
+            ok: true,
+            endpoint,
+            credentials,
+            first: first.done ? undefined : first.value,
+            rest: it,
+            attempts,
+          };
+        } catch {
+          // Nothing reached the client yet: this is still an ordinary, retryable attempt failure.
+          failure = {
+            kind: 'UpstreamError',
+            message: 'upstream stream failed before its first chunk',
+            retryable: true,
+            fallback: true,
+          };
+        }
+      } else {
+        failure = outcome.failure;
+      }
+      record(endpoint, started, failure);
+      if (context.signal.aborted) return { ok: false, attempts, failures };
+      if (failure.retryable && !failure.skipRetry && retries > 0) {
+        retries -= 1;
+        await sleep(context.budget.backoffMs, context.signal);
+        continue;
+      }
+      if (!failure.fallback) return { ok: false, attempts, failures };
+      break;
+    }
+  }
+  return { ok: false, attempts, failures };
+};

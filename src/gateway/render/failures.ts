@@ -1,0 +1,58 @@
+import { ServiceError } from '../../lib/errors.js';
+import type { AttemptFailure } from '../../providers/provider.js';
+import type { AttemptRecord } from '../pipeline.js';
+
+/** How one failed attempt is shown to the caller: status, code and message (SPEC 7.1, 7.3). */
+const surface = (f: AttemptFailure): { code: ServiceError['code']; status: number; message: string } => {
+  switch (f.kind) {
+    case 'MissingProviderKey':
+      return { code: 'connection_not_configured', status: 503, message: f.message };
+    case 'Timeout':
+      return { code: 'upstream_error', status: 504, message: f.message };
+    case 'ResponseTooLarge':
+    case 'UpstreamError':
+    case 'Internal':
+      return { code: 'upstream_error', status: 502, message: f.message };
+    case 'UpstreamStatus': {
+      const s = f.status_code ?? 502;
+      const message = f.providerMessage ?? f.message;
+      if (s === 429) return { code: 'rate_limit_error', status: 429, message };
+      if (s >= 400 && s < 500 && s !== 401 && s !== 403 && s !== 404)
+        return { code: 'invalid_request_error', status: s, message };
+      return { code: 'upstream_error', status: 502, message };
+    }
+    default: {
+      const unknown: never = f.kind;
+      return { code: 'upstream_error', status: 502, message: String(unknown) };
+    }
+  }
+};
+
+/**
+ * The error of a request whose attempts all failed: one attempt is rendered directly with the
+ * provider's own message; several carry the SPEC 2.4 trail in `attempts`.
+ */
+export const failureError = (
+  attempts: readonly AttemptRecord[],
+  failures: readonly AttemptFailure[],
+): ServiceError => {
+  const last = failures.at(-1);
+  if (!last)
+    return new ServiceError('upstream_error', 'the request was cancelled before any attempt completed', {
+      status: 499,
+    });
+  const shown = surface(last);
+  if (failures.length === 1) {
+    return new ServiceError(shown.code, shown.message, {
+      status: shown.status,
+      ...(last.providerCode ? { details: { provider_code: last.providerCode } } : {}),
+    });
+  }
+  const trail = attempts
+    .filter((a) => a.outcome === 'failure')
+    .map((a) => ({ source: a.source, kind: a.kind, status_code: a.status_code, message: a.message }));
+  return new ServiceError(shown.code, `all ${failures.length} attempts failed; the last: ${shown.message}`, {
+    status: shown.status,
+    details: { attempts: trail },
+  });
+};

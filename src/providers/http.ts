@@ -1,0 +1,141 @@
+import { Agent, request, errors as undiciErrors } from 'undici';
+import type { AttemptFailure } from './provider.js';
+
+/**
+ * One keep-alive pool per upstream origin (undici's Agent keeps them), shared by every adapter.
+ * Upstream calls never go through the global fetch: pools, timeouts and body limits stay explicit.
+ */
+export const upstreamAgent = new Agent({
+  keepAliveTimeout: 30_000,
+  keepAliveMaxTimeout: 600_000,
+  connections: 256,
+  pipelining: 1,
+});
+
+export type UpstreamResponse = Awaited<ReturnType<typeof request>>;
+
+export type CallResult = { ok: true; response: UpstreamResponse } | { ok: false; failure: AttemptFailure };
+
+const TRUNCATION_MARK = '… (truncated by the service)';
+
+/** Reads a body up to `max` bytes; `over` tells that more was there (the rest is discarded). */
+export const readCapped = async (body: AsyncIterable<Uint8Array> & { destroy?: () => void }, max: number) => {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = Buffer.from(chunk);
+    if (size + buf.length > max) {
+      parts.push(buf.subarray(0, max - size));
+      size = max;
+      body.destroy?.();
+      return { bytes: Buffer.concat(parts, size), over: true };
+    }
+    parts.push(buf);
+    size += buf.length;
+  }
+  return { bytes: Buffer.concat(parts, size), over: false };
+};
+
+/** SPEC 7.3: verbatim up to the cap, then cut on a character boundary and marked. */
+export const cappedMessage = (bytes: Buffer, over: boolean): string => {
+  const text = bytes.toString('utf8');
+  if (!over) return text;
+  // A cut inside a multi-byte character decodes to U+FFFD at the end: drop it.
+  return `${text.replace(/\uFFFD+$/, '')}${TRUNCATION_MARK}`;
+};
+
+const providerError = (text: string): { message?: string; code?: string } => {
+  try {
+    const parsed = JSON.parse(text) as {
+      error?: { message?: unknown; code?: unknown; type?: unknown } | string;
+      message?: unknown;
+    };
+    const e = parsed.error;
+    if (typeof e === 'string') return { message: e };
+    const message =
+      typeof e?.message === 'string'
+        ? e.message
+        : typeof parsed.message === 'string'
+          ? parsed.message
+          : undefined;
+    const code = typeof e?.code === 'string' ? e.code : typeof e?.type === 'string' ? e.type : undefined;
+    return { message, code };
+  } catch {
+    return {};
+  }
+};
+
+/** Classifies an upstream status (issue 6: 429 and 5xx retryable; auth and not-found fall forward). */
+export const failureFromStatus = async (
+  response: UpstreamResponse,
+  maxMessageBytes: number,
+): Promise<AttemptFailure> => {
+  const { bytes, over } = await readCapped(response.body, maxMessageBytes).catch(() => ({
+    bytes: Buffer.alloc(0),
+    over: false,
+  }));
+  const message = cappedMessage(bytes, over);
+  const status = response.statusCode;
+  const parsed = over ? {} : providerError(message);
+  const retryable = status === 429 || status === 408 || status >= 500;
+  const fallback = retryable || status === 401 || status === 403 || status === 404;
+  return {
+    kind: 'UpstreamStatus',
+    status_code: status,
+    message,
+    ...(parsed.message !== undefined ? { providerMessage: parsed.message } : {}),
+    ...(parsed.code !== undefined ? { providerCode: parsed.code } : {}),
+    retryable,
+    fallback,
+  };
+};
+
+/** Transport failures get a fixed category: the raw error would embed the upstream URL (SPEC 7.3). */
+export const transportFailure = (err: unknown, aborted: 'client' | 'deadline' | null): AttemptFailure => {
+  if (
+    aborted === 'deadline' ||
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError
+  ) {
+    return { kind: 'Timeout', message: 'upstream did not answer in time', retryable: true, fallback: true };
+  }
+  if (aborted === 'client')
+    return {
+      kind: 'UpstreamError',
+      message: 'request cancelled by the client',
+      retryable: false,
+      fallback: false,
+    };
+  return { kind: 'UpstreamError', message: 'upstream connection failed', retryable: true, fallback: true };
+};
+
+export const callUpstream = async (options: {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  signal: AbortSignal;
+  timeoutMs: number;
+  /** Time allowed between body chunks once headers arrived (streams stay open for long). */
+  bodyTimeoutMs: number;
+}): Promise<CallResult> => {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), options.timeoutMs);
+  const signal = AbortSignal.any([options.signal, deadline.signal]);
+  try {
+    const response = await request(options.url, {
+      method: 'POST',
+      headers: options.headers,
+      body: options.body,
+      signal,
+      dispatcher: upstreamAgent,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.bodyTimeoutMs,
+    });
+    return { ok: true, response };
+  } catch (err) {
+    const why = options.signal.aborted ? 'client' : deadline.signal.aborted ? 'deadline' : null;
+    return { ok: false, failure: transportFailure(err, why) };
+  } finally {
+    clearTimeout(timer);
+  }
+};

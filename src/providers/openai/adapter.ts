@@ -1,0 +1,160 @@
+import type {
+  CanonicalChunk,
+  CanonicalReply,
+  CanonicalRequest,
+  ChatMessage,
+  Usage,
+} from '../../gateway/contract.js';
+import { SseParser } from '../../lib/sse.js';
+import { callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
+import { type AttemptOutcome, type ProviderAdapter, StreamFailure } from '../provider.js';
+
+export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+/**
+ * The base URL of an OpenAI-compatible upstream: the connection's origin override, else the lane's
+ * catalog base_url, else the public API. A bare origin means origin + /v1 (issue 6 item 6).
+ */
+export const openAiBaseUrl = (connectionBaseUrl: string | null, laneBaseUrl: string | null): string => {
+  const chosen = connectionBaseUrl ?? laneBaseUrl ?? OPENAI_DEFAULT_BASE_URL;
+  const url = new URL(chosen);
+  const path = url.pathname.replace(/\/+$/, '');
+  return `${url.origin}${path === '' ? '/v1' : path}`;
+};
+
+/** The inbound body with the upstream's model id, and usage asked for on streams (SPEC 4.1 rule 5). */
+export const openAiChatBody = (request: CanonicalRequest, providerModelId: string): string => {
+  const body: Record<string, unknown> = { ...request.raw, model: providerModelId };
+  if (request.stream) {
+    const options = request.raw.stream_options;
+    body.stream_options = { ...(options && typeof options === 'object' ? options : {}), include_usage: true };
+  }
+  return JSON.stringify(body);
+};
+
+const toUsage = (u: unknown): Usage | null => (u && typeof u === 'object' ? (u as Usage) : null);
+
+const replyOf = (json: Record<string, unknown>): CanonicalReply => {
+  const choices = Array.isArray(json.choices) ? (json.choices as Record<string, unknown>[]) : [];
+  const first = choices[0] ?? {};
+  return {
+    id: typeof json.id === 'string' ? json.id : '',
+    created: typeof json.created === 'number' ? json.created : Math.floor(Date.now() / 1000),
+    model: typeof json.model === 'string' ? json.model : '',
+    message: (first.message as ChatMessage | undefined) ?? { role: 'assistant', content: null },
+    finishReason: typeof first.finish_reason === 'string' ? first.finish_reason : null,
+    usage: toUsage(json.usage),
+    raw: json,
+  };
+};
+
+const chunkOf = (json: Record<string, unknown>): CanonicalChunk => {
+  const choices = Array.isArray(json.choices) ? (json.choices as Record<string, unknown>[]) : [];
+  const first = choices[0];
+  return {
+    delta: ((first?.delta as CanonicalChunk['delta'] | undefined) ?? {}) as CanonicalChunk['delta'],
+    finishReason: typeof first?.finish_reason === 'string' ? first.finish_reason : null,
+    usage: toUsage(json.usage),
+    raw: json,
+  };
+};
+
+/** Upstream SSE to canonical chunks; a read failure, an in-band error or the size cap throws StreamFailure. */
+async function* streamChunks(response: UpstreamResponse, maxBytes: number): AsyncGenerator<CanonicalChunk> {
+  const parser = new SseParser();
+  try {
+    for await (const piece of response.body) {
+      const events = parser.push(piece as Uint8Array);
+      if (parser.bytes > maxBytes)
+        throw new StreamFailure('size_cap', `upstream stream exceeded ${maxBytes} bytes`);
+      for (const e of events) {
+        if (e.data === '[DONE]') return;
+        let json: Record<string, unknown>;
+        try {
+          json = JSON.parse(e.data) as Record<string, unknown>;
+        } catch {
+          throw new StreamFailure('decode', 'upstream sent an undecodable stream frame');
+        }
+        if (json.error !== undefined) {
+          const err = json.error as { message?: unknown; code?: unknown; type?: unknown };
+          throw new StreamFailure(
+            'in_band',
+            typeof err?.message === 'string' ? err.message : JSON.stringify(json.error),
+            typeof err?.code === 'string' ? err.code : undefined,
+          );
+        }
+        yield chunkOf(json);
+      }
+    }
+    for (const e of parser.end()) if (e.data === '[DONE]') return;
+    throw new StreamFailure('read', 'upstream stream ended before [DONE]');
+  } catch (err) {
+    if (err instanceof StreamFailure) throw err;
+    throw new StreamFailure('read', 'upstream stream read failed');
+  } finally {
+    response.body.destroy();
+  }
+}
+
+export const openAiAdapter: ProviderAdapter = {
+  id: 'openai',
+  chat: async (request, target): Promise<AttemptOutcome> => {
+    const base = openAiBaseUrl(target.credentials.baseUrl, target.endpoint.base_url);
+    const called = await callUpstream({
+      url: `${base}/chat/completions`,
+      headers: {
+        authorization: `Bearer ${target.credentials.secret}`,
+        'content-type': 'application/json',
+        accept: request.stream ? 'text/event-stream' : 'application/json',
+        'x-svc-request-id': target.requestId,
+      },
+      body: openAiChatBody(request, target.endpoint.provider_model_id),
+      signal: target.signal,
+      timeoutMs: target.timeoutMs,
+      bodyTimeoutMs: target.timeoutMs,
+    });
+    if (!called.ok) return called;
+    const { response } = called;
+    if (response.statusCode !== 200)
+      return { ok: false, failure: await failureFromStatus(response, target.limits.maxErrorMessageBytes) };
+    if (request.stream) return { ok: true, stream: streamChunks(response, target.limits.maxResponseBytes) };
+    let read: { bytes: Buffer; over: boolean };
+    try {
+      read = await readCapped(response.body, target.limits.maxResponseBytes);
+    } catch {
+      return {
+        ok: false,
+        failure: {
+          kind: 'UpstreamError',
+          message: 'upstream reply read failed',
+          retryable: true,
+          fallback: true,
+        },
+      };
+    }
+    if (read.over) {
+      return {
+        ok: false,
+        failure: {
+          kind: 'ResponseTooLarge',
+          message: `upstream reply exceeded ${target.limits.maxResponseBytes} bytes`,
+          retryable: false,
+          fallback: true,
+        },
+      };
+    }
+    try {
+      return { ok: true, reply: replyOf(JSON.parse(read.bytes.toString('utf8')) as Record<string, unknown>) };
+    } catch {
+      return {
+        ok: false,
+        failure: {
+          kind: 'UpstreamError',
+          message: 'upstream reply was not JSON',
+          retryable: true,
+          fallback: true,
+        },
+      };
+    }
+  },
+};

@@ -1,0 +1,60 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabase, type TestDatabase } from './postgres.js';
+import { runSvc, type ServeProcess, startServe } from './svc-process.js';
+
+/** A running `svc serve` on a fresh database with a bootstrapped project, for gateway tests. */
+export interface GatewayEnv {
+  db: TestDatabase;
+  serve: ServeProcess;
+  env: Record<string, string>;
+  admin: string;
+  boot: { workspace_id: string; org_id: string; project_id: string; api_key_id: string; api_key: string };
+  svc(args: string[]): Promise<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+export const startGatewayEnv = async (extraEnv: Record<string, string> = {}, args: string[] = []): Promise<GatewayEnv> => {
+  const db = await createTestDatabase();
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-gw-'));
+  await chmod(dataDir, 0o755);
+  const admin = `admin-${randomBytes(12).toString('hex')}`;
+  const env = {
+    SVC_DATABASE_URL: db.url,
+    SVC_ADMIN_TOKEN: admin,
+    SVC_MASTER_KEY: randomBytes(32).toString('hex'),
+    SVC_DATA_DIR: dataDir,
+    ...extraEnv,
+  };
+  const svc = async (a: string[]) => {
+    const r = await runSvc([...a, '--json'], env);
+    if (r.code !== 0) throw new Error(`svc ${a.join(' ')} failed: ${r.stderr}`);
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  };
+  const serve = await startServe(env, args);
+  const boot = (await svc(['bootstrap', '--workspace', 'Gw', '--org', 'Gw Org', '--project', 'Gw Project'])) as GatewayEnv['boot'];
+  return {
+    db,
+    serve,
+    env,
+    admin,
+    boot,
+    svc,
+    stop: async () => {
+      await serve.stop();
+      await db.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+};
+
+/** Polls `fn` until it returns true or the time is up. */
+export const eventually = async (fn: () => Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+};
