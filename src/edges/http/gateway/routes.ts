@@ -3,6 +3,7 @@ import type { ApiKeyCache, ApiKeyIdentity } from '../../../gateway/auth/api-key-
 import { renderAltError, renderPrimaryError, ServiceError } from '../../../lib/errors.js';
 import { authenticateApiKey } from './auth.js';
 import { type ChatDeps, registerChatRoute } from './chat.js';
+import { registerModelRoutes } from './models.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -30,8 +31,6 @@ const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
   ['POST', '/images/generations'],
   ['POST', '/images/edits'],
   ['POST', '/images/variations'],
-  ['GET', '/models'],
-  ['GET', '/models/:id'],
   ['POST', '/files'],
   ['GET', '/files'],
   ['POST', '/vector_stores'],
@@ -85,6 +84,7 @@ export const registerGatewayRoutes = async (
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: false });
       });
       registerChatRoute(v1, chat);
+      registerModelRoutes(v1, chat);
       for (const [method, path] of PRIMARY_NOT_BUILT)
         v1.route({ method, url: path, handler: async () => notBuilt(`${method} /v1${path}`) });
     },
