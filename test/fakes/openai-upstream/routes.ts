@@ -1,0 +1,243 @@
+import type { ReplyOptions } from './behaviours.js';
+import {
+  approximateTokens,
+  bytesOf,
+  chatUsage,
+  countWords,
+  embeddingVector,
+  isRecord,
+  lastUserText,
+  modelObject,
+  type OpenAIErrorObject,
+  obfuscation,
+  openAIError,
+  randomId,
+  renderError,
+  renderSuccess,
+  SYSTEM_FINGERPRINT,
+  splitContent,
+  splitEvenly,
+  type TokenCounts,
+  vectorToBase64,
+} from './wire.js';
+
+/** What a route answers before faults and pacing are applied. */
+export type RouteResult =
+  | { kind: 'json'; status: number; body: string }
+  | { kind: 'stream'; frames: string[]; errorFrame: (error: OpenAIErrorObject) => string };
+
+export const jsonError = (status: number, body: { error: OpenAIErrorObject }): RouteResult => ({
+  kind: 'json',
+  status,
+  body: renderError(body),
+});
+
+const ok = (body: unknown): RouteResult => ({ kind: 'json', status: 200, body: renderSuccess(body) });
+
+export const missingModel = (): RouteResult =>
+  jsonError(400, openAIError('you must provide a model parameter'));
+
+export const counts = (
+  computed: Partial<TokenCounts>,
+  overrides: Partial<TokenCounts> = {},
+): TokenCounts => ({
+  promptTokens: 0,
+  completionTokens: 0,
+  cachedTokens: 0,
+  reasoningTokens: 0,
+  promptAudioTokens: 0,
+  completionAudioTokens: 0,
+  ...computed,
+  ...overrides,
+});
+
+interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export const chatCompletions = (body: Record<string, unknown>, options: ReplyOptions): RouteResult => {
+  if (typeof body.model !== 'string' || body.model === '') return missingModel();
+  const messages = body.messages;
+  if (!Array.isArray(messages)) {
+    return jsonError(
+      400,
+      openAIError(
+        "Missing required parameter: 'messages'.",
+        undefined,
+        'missing_required_parameter',
+        'messages',
+      ),
+    );
+  }
+  const calls: ToolCall[] = (options.toolCalls ?? []).map((call) => ({
+    id: call.id ?? randomId('call_', 24),
+    name: call.name,
+    arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+  }));
+  // Tool-call replies carry `content: null` unless text was asked for, as the real API does.
+  const text = options.text ?? (calls.length > 0 ? null : lastUserText(messages) || 'OK');
+  const tokens = counts(
+    {
+      promptTokens: approximateTokens(messages),
+      completionTokens:
+        countWords(text ?? '') + calls.reduce((sum, call) => sum + Math.ceil(bytesOf(call.arguments) / 4), 0),
+    },
+    options.tokens,
+  );
+  const usage = options.rawUsage === undefined ? chatUsage(tokens) : options.rawUsage;
+  const finishReason = calls.length > 0 ? 'tool_calls' : (options.finishReason ?? 'stop');
+  const head = {
+    id: randomId('chatcmpl-', 29),
+    created: Math.floor(Date.now() / 1000),
+    model: options.model ?? body.model,
+  };
+
+  if (body.stream !== true) {
+    const toolCalls = calls.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.arguments },
+    }));
+    const message = {
+      role: 'assistant',
+      content: text,
+      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      refusal: null,
+      annotations: [],
+    };
+    return ok({
+      id: head.id,
+      object: 'chat.completion',
+      created: head.created,
+      model: head.model,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+      usage,
+      service_tier: 'default',
+      system_fingerprint: SYSTEM_FINGERPRINT,
+    });
+  }
+
+  const streamOptions = isRecord(body.stream_options) ? body.stream_options : {};
+  const includeUsage = streamOptions.include_usage === true;
+  const obfuscate = streamOptions.include_obfuscation !== false;
+  const frames: string[] = [];
+  // Key order and the `usage: null` on every chunk when usage was asked for match the real stream.
+  const frame = (choices: unknown[], chunkUsage: unknown = null): void => {
+    const chunk: Record<string, unknown> = {
+      id: head.id,
+      object: 'chat.completion.chunk',
+      created: head.created,
+      model: head.model,
+      service_tier: 'default',
+      system_fingerprint: SYSTEM_FINGERPRINT,
+      choices,
+    };
+    if (includeUsage) chunk.usage = chunkUsage;
+    if (obfuscate) chunk.obfuscation = obfuscation(frames.length);
+    frames.push(`data: ${JSON.stringify(chunk)}\n\n`);
+  };
+  const delta = (value: Record<string, unknown>, finish: string | null = null) =>
+    frame([{ index: 0, delta: value, logprobs: null, finish_reason: finish }]);
+
+  const callHeader = (call: ToolCall, index: number) => ({
+    index,
+    id: call.id,
+    type: 'function',
+    function: { name: call.name, arguments: '' },
+  });
+  const firstCall = calls[0];
+  if (text === null && firstCall) {
+    delta({ role: 'assistant', content: null, tool_calls: [callHeader(firstCall, 0)], refusal: null });
+  } else {
+    delta({ role: 'assistant', content: '', refusal: null });
+    for (const piece of splitContent(text ?? '', options.chunks)) delta({ content: piece });
+  }
+  calls.forEach((call, index) => {
+    if (index > 0 || text !== null) delta({ tool_calls: [callHeader(call, index)] });
+    for (const fragment of splitEvenly(call.arguments, options.argumentChunks ?? 4)) {
+      if (fragment !== '') delta({ tool_calls: [{ index, function: { arguments: fragment } }] });
+    }
+  });
+  delta({}, finishReason);
+  if (includeUsage) frame([], usage);
+  frames.push('data: [DONE]\n\n');
+  return { kind: 'stream', frames, errorFrame: (error) => `data: ${JSON.stringify({ error })}\n\n` };
+};
+
+const isTokenArray = (value: unknown): value is number[] =>
+  Array.isArray(value) && value.length > 0 && value.every((token) => Number.isInteger(token));
+
+/** Inputs as the API accepts them: a string, strings, one token array, or token arrays. */
+const embeddingInputs = (input: unknown): { key: string; tokens: number }[] | undefined => {
+  const ofText = (text: string) => ({ key: text, tokens: Math.max(1, approximateTokens(text)) });
+  const ofTokens = (tokens: number[]) => ({ key: tokens.join(','), tokens: tokens.length });
+  if (typeof input === 'string' && input !== '') return [ofText(input)];
+  if (isTokenArray(input)) return [ofTokens(input)];
+  if (!Array.isArray(input) || input.length === 0) return undefined;
+  if (input.every((item) => typeof item === 'string' && item !== '')) return input.map(ofText);
+  if (input.every(isTokenArray)) return input.map(ofTokens);
+  return undefined;
+};
+
+export const embeddings = (body: Record<string, unknown>, options: ReplyOptions): RouteResult => {
+  if (typeof body.model !== 'string' || body.model === '') return missingModel();
+  const inputs = embeddingInputs(body.input);
+  if (!inputs) {
+    return jsonError(
+      400,
+      openAIError(
+        "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+      ),
+    );
+  }
+  const encoding = body.encoding_format ?? 'float';
+  if (encoding !== 'float' && encoding !== 'base64') {
+    return jsonError(
+      400,
+      openAIError(
+        `Invalid value for 'encoding_format': '${String(encoding)}'. Supported values are: 'float' and 'base64'.`,
+        undefined,
+        'invalid_value',
+        'encoding_format',
+      ),
+    );
+  }
+  const dimensions =
+    typeof body.dimensions === 'number'
+      ? body.dimensions
+      : (options.embeddingDimensions ?? (body.model.includes('large') ? 3072 : 1536));
+  const data = inputs.map((input, index) => {
+    const vector = embeddingVector(input.key, dimensions);
+    return {
+      object: 'embedding',
+      index,
+      embedding: encoding === 'base64' ? vectorToBase64(vector) : Array.from(vector),
+    };
+  });
+  const promptTokens = options.tokens?.promptTokens ?? inputs.reduce((sum, input) => sum + input.tokens, 0);
+  const usage = options.rawUsage ?? { prompt_tokens: promptTokens, total_tokens: promptTokens };
+  return ok({ object: 'list', data, model: body.model, usage });
+};
+
+export const DEFAULT_MODELS = [
+  'gpt-4o-mini',
+  'gpt-4o',
+  'gpt-4.1',
+  'gpt-4.1-mini',
+  'o4-mini',
+  'text-embedding-3-small',
+  'text-embedding-3-large',
+];
+
+export const listModels = (options: ReplyOptions): RouteResult =>
+  ok({ object: 'list', data: (options.models ?? DEFAULT_MODELS).map(modelObject) });
+
+export const retrieveModel = (id: string, options: ReplyOptions): RouteResult =>
+  (options.models ?? DEFAULT_MODELS).includes(id)
+    ? ok(modelObject(id))
+    : jsonError(
+        404,
+        openAIError(`The model '${id}' does not exist`, 'invalid_request_error', 'model_not_found', 'model'),
+      );
