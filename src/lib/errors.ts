@@ -44,11 +44,19 @@ export class ServiceError extends Error {
   readonly status: number;
   readonly param: string | null;
   readonly details: Record<string, unknown> | undefined;
+  /** What error.code shows when it is not the catalogue code (e.g. an upstream exception name). */
+  readonly displayCode: string | undefined;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options: { param?: string; status?: number; details?: Record<string, unknown>; cause?: unknown } = {},
+    options: {
+      param?: string;
+      status?: number;
+      details?: Record<string, unknown>;
+      cause?: unknown;
+      displayCode?: string;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ServiceError';
@@ -56,6 +64,7 @@ export class ServiceError extends Error {
     this.status = options.status ?? ERROR_CATALOGUE[code].status;
     this.param = options.param ?? null;
     this.details = options.details;
+    this.displayCode = options.displayCode;
   }
 }
 
@@ -63,7 +72,7 @@ export class ServiceError extends Error {
 export const renderPrimaryError = (err: ServiceError, requestId?: string) => ({
   error: {
     type: ERROR_CATALOGUE[err.code].primaryType,
-    code: err.code,
+    code: err.displayCode ?? err.code,
     message: err.message,
     param: err.param,
     ...(requestId ? { request_id: requestId } : {}),

@@ -1,6 +1,7 @@
 import type { Adapter } from '../commands/registry/events.js';
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest } from '../gateway/contract.js';
 import type { RegistryEndpoint } from '../gateway/registry/snapshot.js';
+import type { ErrorCode } from '../lib/errors.js';
 
 /** SPEC 2.4 kinds of a failed attempt. */
 export type FailureKind =
@@ -26,6 +27,11 @@ export interface AttemptFailure {
   fallback: boolean;
   /** Falls forward without consuming a retry (SPEC 7.5 ServiceQuotaExceededException). */
   skipRetry?: boolean;
+  /**
+   * How the failure shows to the caller when the adapter knows better than the generic status
+   * mapping (SPEC 7.5: status, error type by catalogue code, and the exception name as error.code).
+   */
+  surface?: { status: number; code: ErrorCode; displayCode?: string };
 }
 
 /** A failure after the stream began: ends it with the terminal error frame (SPEC 4.1 rule 5). */

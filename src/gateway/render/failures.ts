@@ -3,7 +3,10 @@ import type { AttemptFailure } from '../../providers/provider.js';
 import type { AttemptRecord } from '../pipeline.js';
 
 /** How one failed attempt is shown to the caller: status, code and message (SPEC 7.1, 7.3). */
-const surface = (f: AttemptFailure): { code: ServiceError['code']; status: number; message: string } => {
+const surface = (
+  f: AttemptFailure,
+): { code: ServiceError['code']; status: number; message: string; displayCode?: string } => {
+  if (f.surface) return { ...f.surface, message: f.providerMessage ?? f.message };
   switch (f.kind) {
     case 'MissingProviderKey':
       return { code: 'connection_not_configured', status: 503, message: f.message };
@@ -53,6 +56,7 @@ export const failureError = (
     .map((a) => ({ source: a.source, kind: a.kind, status_code: a.status_code, message: a.message }));
   return new ServiceError(shown.code, `all ${failures.length} attempts failed; the last: ${shown.message}`, {
     status: shown.status,
+    ...(shown.displayCode ? { displayCode: shown.displayCode } : {}),
     details: { attempts: trail },
   });
 };
