@@ -44,6 +44,20 @@ export const renderPrimaryChunk = (
     return out;
   }
   const usage: Usage | null | undefined = chunk.usage;
+  const usageOnly = usage && !chunk.finishReason && Object.keys(chunk.delta).length === 0;
+  if (usageOnly) {
+    // The terminal usage chunk of the primary dialect: no choices, only when the caller asked.
+    return withUsage
+      ? {
+          id: who.id,
+          object: 'chat.completion.chunk',
+          created: who.created,
+          model: who.model,
+          choices: [],
+          usage,
+        }
+      : null;
+  }
   return {
     id: who.id,
     object: 'chat.completion.chunk',
