@@ -1,8 +1,9 @@
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Adapter } from '../commands/registry/events.js';
-import type { ChatDeps } from '../edges/http/gateway/chat.js';
 import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
-import type { CompletionSink } from '../gateway/completed.js';
+import type { GatewayDeps } from '../edges/http/gateway/serve.js';
+import { RequestRecordPublisher } from '../events/envelopes/publish.js';
+import { envelopeOf } from '../gateway/envelope.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
 import { RegistrySnapshotCache } from '../gateway/registry/index.js';
 import { SnapshotCache } from '../gateway/snapshot-cache.js';
@@ -18,7 +19,8 @@ export const ADAPTERS: ReadonlyMap<Adapter, ProviderAdapter> = new Map<Adapter, 
 
 const SPEC_MESSAGE_CAP = 64 * 1024;
 
-export const gatewayRole = (ctx: RoleContext, sink?: CompletionSink): Role => {
+export const gatewayRole = (ctx: RoleContext): Role => {
+  let publisher: RequestRecordPublisher | null = null;
   const keys = ctx.apiKeys;
   const registry = new RegistrySnapshotCache(ctx.pool, ctx.databaseUrl, {
     onError: (err) => ctx.logger.error({ err }, 'registry snapshot refresh failed'),
@@ -51,7 +53,7 @@ export const gatewayRole = (ctx: RoleContext, sink?: CompletionSink): Role => {
     registers: [ctx.metrics],
   });
   const c = ctx.config;
-  const chat: ChatDeps = {
+  const chat: GatewayDeps = {
     registry: () => registry.current(),
     tenancy: () => tenancy.current(),
     adapters: ADAPTERS,
@@ -67,7 +69,14 @@ export const gatewayRole = (ctx: RoleContext, sink?: CompletionSink): Role => {
     },
     rateLimiter: new RateLimiter(c.SVC_GATEWAY_RATE_LIMIT_RPM),
     onAttempt: (provider, outcome) => attempts.inc({ provider, outcome }),
-    onCompleted: sink ?? (() => {}),
+    onCompleted: (completed) => {
+      try {
+        const { draft, bodies } = envelopeOf(completed);
+        publisher?.record(draft, bodies);
+      } catch (err) {
+        ctx.logger.error({ err, request_id: completed.requestId }, 'request.completed not recorded');
+      }
+    },
     observe: (route, status, stream, seconds, ttfbSeconds) => {
       duration.observe({ route, status: String(status), stream: String(stream) }, seconds);
       if (ttfbSeconds !== null) ttfb.observe({ route, stream: String(stream) }, ttfbSeconds);
@@ -79,11 +88,30 @@ export const gatewayRole = (ctx: RoleContext, sink?: CompletionSink): Role => {
     http: (app) => registerGatewayRoutes(app, keys, chat),
     // Caches warm before the servers listen, so no request meets a cold one.
     prepare: async () => {
+      publisher = await RequestRecordPublisher.open({
+        bus: ctx.bus,
+        dataDir: ctx.dataDir,
+        onError: (err) => ctx.logger.warn({ err }, 'request.completed publication problem'),
+      });
+      const records = publisher;
+      new Gauge({
+        name: 'svc_gateway_request_records',
+        help: 'request.completed envelopes by state since start (published, spooled, drained, rejected, pending)',
+        labelNames: ['state'] as const,
+        registers: [ctx.metrics],
+        collect() {
+          const s = records.stats();
+          for (const state of ['published', 'spooled', 'drained', 'rejected', 'pending'] as const)
+            this.set({ state }, s[state]);
+        },
+      });
       await keys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') });
       await registry.start();
       await tenancy.start();
     },
     stop: async () => {
+      // The HTTP server has drained: every served request is recorded before the bus closes.
+      await publisher?.close();
       await registry.stop();
       await tenancy.stop();
     },

@@ -517,3 +517,63 @@ describe('selection and policy', () => {
     expect(text).toContain('svc_gateway_time_to_first_byte_seconds_bucket');
   });
 });
+
+describe('request.completed (issue 6 item 8)', () => {
+  it('one envelope per request on svc.requests.<org>.<request>, message id = request id, priced exactly', async () => {
+    const { PostgresBus } = await import('../../src/events/postgres/bus.js');
+    const { requestCompletedSchema } = await import('../../src/events/envelopes/request-completed.js');
+    fake.enqueue(reply({ text: 'priced reply', tokens: { promptTokens: 1000, completionTokens: 200 } }));
+    const { response } = await client.chat.completions
+      .create(
+        { model: 'gpt-4o', messages: [{ role: 'user', content: 'price me' }], user: 'end-user-7' },
+        { headers: { 'svc-enable-tracing': '1' } },
+      )
+      .withResponse();
+    const requestId = response.headers.get('x-svc-request-id')!;
+    const bus = new PostgresBus(gw.db.pool, { connectionString: gw.db.url });
+    const seen: { subject: string; messageId: string; body: unknown }[] = [];
+    const consumer = await bus.consume(
+      'test-envelopes',
+      'svc.requests.>',
+      async (m) => {
+        seen.push({
+          subject: m.subject,
+          messageId: m.messageId,
+          body: JSON.parse(Buffer.from(m.data).toString('utf8')),
+        });
+        await m.ack();
+      },
+      { ackWaitMs: 5_000, maxDeliveries: 3 },
+    );
+    await eventually(async () => seen.some((s) => s.messageId === requestId), 10_000, 'the envelope');
+    await consumer.close();
+    await bus.close();
+    const mine = seen.filter((s) => s.messageId === requestId);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.subject).toBe(`svc.requests.${gw.boot.org_id}.${requestId}`);
+    const envelope = requestCompletedSchema.parse(mine[0]!.body);
+    expect(envelope).toMatchObject({
+      request_id: requestId,
+      api_key_id: gw.boot.api_key_id,
+      route: '/v1/chat/completions',
+      model_requested: 'gpt-4o',
+      model_served: 'gpt-4o',
+      provider: 'openai',
+      provider_model_id: 'gpt-4o-2024-08-06',
+      status: 'success',
+      http_status: 200,
+      funding: 'byok',
+      end_user_id: 'end-user-7',
+      trace: { full_tracing: true, source: 'header' },
+      billing: { status: 'priced' },
+    });
+    // 1000 x 0.0000025 + 200 x 0.00001 = 0.0025 + 0.002
+    expect(envelope.total_cost_usd).toBe('0.0045');
+    expect(envelope.cost_lines.map((l) => [l.meter, l.quantity, l.amount])).toEqual([
+      ['input_token', 1000, '0.0025'],
+      ['output_token', 200, '0.002'],
+    ]);
+    expect(envelope.bodies?.request).toBeDefined();
+    expect(envelope.bodies?.response).toBeDefined();
+  });
+});

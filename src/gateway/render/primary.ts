@@ -5,6 +5,8 @@ export interface ReplyIdentity {
   id: string;
   created: number;
   model: string;
+  /** The gateway's request id (error frames carry it on the primary dialect). */
+  requestId?: string;
 }
 
 /** A buffered chat.completion in the primary dialect; a reference-shaped upstream's JSON is relayed. */

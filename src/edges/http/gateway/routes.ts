@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiKeyCache, ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
 import { renderAltError, renderPrimaryError, ServiceError } from '../../../lib/errors.js';
 import { authenticateApiKey } from './auth.js';
-import { type ChatDeps, registerChatRoute } from './chat.js';
+import { registerChatRoute } from './chat.js';
 import { registerModelRoutes } from './models.js';
+import type { GatewayDeps } from './serve.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -62,7 +63,7 @@ const notBuilt = (what: string) => {
 export const registerGatewayRoutes = async (
   app: FastifyInstance,
   cache: ApiKeyCache,
-  chat: ChatDeps,
+  chat: GatewayDeps,
 ): Promise<void> => {
   await app.register(
     async (v1) => {

@@ -1,0 +1,279 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Adapter, Capability } from '../../../commands/registry/events.js';
+import type { ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
+import type { CompletedRequest, CompletionSink } from '../../../gateway/completed.js';
+import type { CanonicalChunk, CanonicalRequest, Usage } from '../../../gateway/contract.js';
+import { estimatedUsage, pricingUsageOf } from '../../../gateway/metering.js';
+import { type PipelineBudget, runAttempts } from '../../../gateway/pipeline.js';
+import { priceUsage } from '../../../gateway/pricing/index.js';
+import type { RateLimiter } from '../../../gateway/rate-limit.js';
+import type { RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
+import { failureError } from '../../../gateway/render/failures.js';
+import { selectCandidates } from '../../../gateway/selector.js';
+import type { TenancySnapshot } from '../../../gateway/tenancy.js';
+import { ERROR_CATALOGUE, ServiceError } from '../../../lib/errors.js';
+import { newId } from '../../../lib/ids.js';
+import type { AttemptTarget, ProviderAdapter } from '../../../providers/provider.js';
+import { StreamFailure } from '../../../providers/provider.js';
+import type { Dialect } from './dialect.js';
+
+export interface GatewayDeps {
+  registry: () => RegistrySnapshot;
+  tenancy: () => TenancySnapshot;
+  adapters: ReadonlyMap<Adapter, ProviderAdapter>;
+  budget: PipelineBudget;
+  limits: AttemptTarget['limits'];
+  rateLimiter: RateLimiter;
+  onAttempt: (provider: string, outcome: string) => void;
+  onCompleted: CompletionSink;
+  observe: (
+    route: string,
+    status: number,
+    stream: boolean,
+    seconds: number,
+    ttfbSeconds: number | null,
+  ) => void;
+  bodyLimit: number;
+}
+
+export const REQUEST_ID_HEADER = 'x-svc-request-id';
+
+const countTools = (calls: { function?: { name?: string } }[] | undefined, into: Record<string, number>) => {
+  for (const c of calls ?? []) {
+    const name = c.function?.name;
+    if (name) into[name] = (into[name] ?? 0) + 1;
+  }
+};
+
+const tracingOf = (
+  request: FastifyRequest,
+  key: ApiKeyIdentity,
+  tenancy: TenancySnapshot,
+): CompletedRequest['tracing'] => {
+  if (request.headers['svc-enable-tracing'] === '1') return { full: true, source: 'header' };
+  if (key.tracing) return { full: true, source: 'api_key' };
+  if (tenancy.projectTracing(key.projectId)) return { full: true, source: 'project' };
+  if (tenancy.org(key.orgId)?.tracing) return { full: true, source: 'org' };
+  return { full: false, source: 'none' };
+};
+
+/**
+ * The request path after an edge parsed its dialect (issue 6): request id, rate limit, selection,
+ * the attempt pipeline, the reply or stream rendered in the caller's dialect, metering, and the
+ * request.completed hand-off after the reply. Every edge of every dialect runs through here.
+ */
+export const serveCompletion = async (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: GatewayDeps,
+  options: {
+    canonical: CanonicalRequest;
+    dialect: Dialect;
+    capability: Capability;
+    operation: string;
+    requestBytes: number;
+  },
+): Promise<FastifyReply> => {
+  const { canonical, dialect } = options;
+  const startedAt = new Date();
+  const key = request.apiKey!;
+  // From here on every answer carries the request id (SPEC 7.4).
+  const requestId = newId('req');
+  reply.header(REQUEST_ID_HEADER, requestId);
+  const tenancy = deps.tenancy();
+  const tracing = tracingOf(request, key, tenancy);
+  const sessionHeader = request.headers['x-svc-session-id'];
+  const completed: CompletedRequest = {
+    requestId,
+    key,
+    request: canonical,
+    requestBytes: options.requestBytes,
+    status: 'error',
+    httpStatus: 500,
+    errorCode: null,
+    errorType: null,
+    provider: null,
+    modelServed: null,
+    providerModelId: null,
+    funding: null,
+    startedAt,
+    finishedAt: startedAt,
+    ttfbMs: null,
+    attempts: [],
+    usage: null,
+    usageEstimated: false,
+    pricing: null,
+    tracing,
+    sessionId: typeof sessionHeader === 'string' ? sessionHeader : null,
+    toolSummary: {},
+    bodies: null,
+  };
+  const finish = (status: number, error?: ServiceError, responseBody?: Buffer | null) => {
+    completed.finishedAt = new Date();
+    completed.httpStatus = status;
+    completed.status = error ? 'error' : 'success';
+    if (error) {
+      completed.errorCode = error.displayCode ?? error.code;
+      completed.errorType = ERROR_CATALOGUE[error.code].primaryType;
+    }
+    if (tracing.full)
+      completed.bodies = {
+        request: Buffer.from(JSON.stringify(canonical.raw)),
+        response: responseBody ?? null,
+      };
+    const seconds = (completed.finishedAt.getTime() - startedAt.getTime()) / 1_000;
+    deps.observe(
+      canonical.route,
+      status,
+      canonical.stream,
+      seconds,
+      completed.ttfbMs === null ? null : completed.ttfbMs / 1_000,
+    );
+    // Off the critical path: the reply is already on its way.
+    setImmediate(() => deps.onCompleted(completed));
+  };
+  const fail = (error: ServiceError) => {
+    finish(error.status, error);
+    return reply.code(error.status).send(dialect.error(error, requestId));
+  };
+
+  const wait = deps.rateLimiter.take(key.apiKeyId);
+  if (wait !== null) {
+    reply.header('retry-after', String(wait));
+    return fail(
+      new ServiceError('rate_limit_error', `rate limit exceeded for this API key; retry in ${wait} s`),
+    );
+  }
+
+  const registry = deps.registry();
+  const selected = selectCandidates(registry, canonical.model, {
+    capability: options.capability,
+    disallow: tenancy.org(key.orgId)?.disallow ?? new Set(),
+    operation: options.operation,
+    atMs: startedAt.getTime(),
+  });
+  if (!selected.ok) return fail(selected.error);
+
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) abort.abort();
+  };
+  reply.raw.on('close', onClose);
+
+  const result = await runAttempts(
+    canonical,
+    selected.candidates,
+    {
+      adapters: deps.adapters,
+      credentials: (endpoint) => tenancy.credentials(key.projectId, endpoint.adapter),
+      limits: deps.limits,
+      onAttempt: deps.onAttempt,
+    },
+    { requestId, signal: abort.signal, budget: deps.budget },
+  );
+  completed.attempts = result.attempts;
+  if (!result.ok) {
+    reply.raw.off('close', onClose);
+    const last = result.attempts.at(-1);
+    if (last) {
+      completed.provider = last.provider;
+      completed.modelServed = last.model;
+      completed.providerModelId = last.provider_model_id;
+    }
+    if (abort.signal.aborted) {
+      finish(499, new ServiceError('upstream_error', 'client closed the request', { status: 499 }));
+      return reply;
+    }
+    return fail(failureError(result.attempts, result.failures));
+  }
+
+  const { endpoint, credentials } = result;
+  completed.provider = endpoint.lane;
+  completed.modelServed = endpoint.model;
+  completed.providerModelId = endpoint.provider_model_id;
+  completed.funding = credentials.funding;
+  const identity = {
+    id: dialect.replyId(requestId),
+    created: Math.floor(startedAt.getTime() / 1_000),
+    model: endpoint.model,
+    requestId,
+  };
+  const price = (usage: Usage, serviceTier: unknown) => {
+    completed.usage = usage;
+    completed.pricing = priceUsage(
+      registry.cardAt(endpoint, startedAt.getTime()),
+      pricingUsageOf('chat', usage, canonical, serviceTier),
+    );
+  };
+
+  if (result.reply) {
+    reply.raw.off('close', onClose);
+    countTools(result.reply.message.tool_calls, completed.toolSummary);
+    completed.usageEstimated = result.reply.usage === null;
+    price(result.reply.usage ?? estimatedUsage(options.requestBytes, ''), result.reply.raw?.service_tier);
+    const text = JSON.stringify(dialect.reply(result.reply, identity));
+    completed.ttfbMs = Date.now() - startedAt.getTime();
+    finish(200, undefined, tracing.full ? Buffer.from(text) : null);
+    return reply.code(200).type('application/json').send(text);
+  }
+
+  // Streamed: the first chunk arrived, so this candidate is committed (no fallback from here).
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    [REQUEST_ID_HEADER]: requestId,
+  });
+  const renderer = dialect.stream(identity, { includeUsage: canonical.includeUsage });
+  const traced: string[] = [];
+  const write = async (frames: string[]) => {
+    for (const frame of frames) {
+      if (tracing.full) traced.push(frame);
+      if (!res.write(frame))
+        await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+    }
+  };
+  let usage: Usage | null = null;
+  let serviceTier: unknown;
+  let text = '';
+  const toolCalls = new Map<number, string>();
+  let streamError: ServiceError | undefined;
+  const relay = async (chunk: CanonicalChunk) => {
+    if (completed.ttfbMs === null) completed.ttfbMs = Date.now() - startedAt.getTime();
+    if (chunk.usage) usage = chunk.usage;
+    if (chunk.raw?.service_tier !== undefined) serviceTier = chunk.raw.service_tier;
+    if (chunk.delta.content) text += chunk.delta.content;
+    for (const t of chunk.delta.tool_calls ?? [])
+      if (t.function?.name) toolCalls.set(t.index, t.function.name);
+    await write(renderer.chunk(chunk));
+  };
+  try {
+    if (result.first) await relay(result.first);
+    for (;;) {
+      if (res.destroyed) break;
+      const next = await result.rest!.next();
+      if (next.done) break;
+      await relay(next.value);
+    }
+  } catch (err) {
+    // A client that went away is not an upstream failure; the partial usage is still priced.
+    if (!abort.signal.aborted) {
+      const message = err instanceof StreamFailure ? err.message : 'upstream stream failed';
+      streamError = new ServiceError('upstream_stream_error', message);
+      if (!res.destroyed) await write(renderer.error(streamError));
+    }
+  } finally {
+    reply.raw.off('close', onClose);
+    if (res.destroyed) await result.rest!.return?.();
+  }
+  if (!res.destroyed && !streamError) await write(renderer.end(usage));
+  if (!res.destroyed) res.end();
+  for (const name of toolCalls.values()) completed.toolSummary[name] = (completed.toolSummary[name] ?? 0) + 1;
+  completed.usageEstimated = usage === null;
+  price(usage ?? estimatedUsage(options.requestBytes, text), serviceTier);
+  const disconnected = abort.signal.aborted || (res.destroyed && !res.writableFinished);
+  finish(disconnected ? 499 : 200, streamError, tracing.full ? Buffer.from(traced.join('')) : null);
+  return reply;
+};

@@ -1,0 +1,257 @@
+import { type Bus, BusUnavailableError } from '../bus.js';
+import { SpoolDrainer } from './drain.js';
+import { buildRequestRecord, type RecordBodies, type RequestCompletedDraft } from './record.js';
+import { Spool, type SpoolRecord, spoolPath } from './spool.js';
+
+export { buildBodyRef } from './body.js';
+
+/**
+ * Durable publication of request.completed (ARCHITECTURE.md "The request path", issue 6 item 8).
+ * `record` returns at once; the record goes to the bus in the background, body chunks first and the
+ * envelope last under message id = request id. When the bus is unavailable (or refuses a record)
+ * the record is appended to the spool, and a drainer republishes the spool in order once the bus
+ * answers. Every message id is deterministic, so a record published twice (a crash mid-drain, a
+ * late ack after shutdown spooled it) is dropped by the bus within its duplicate window, and
+ * ingest dedupes by request_id beyond it.
+ */
+
+export interface RequestRecordPublisherOptions {
+  bus: Bus;
+  /** SVC_DATA_DIR; the spool lives in `<dataDir>/spool`. */
+  dataDir: string;
+  /** Records published at the same time on the live path. */
+  concurrency?: number;
+  /** Past either bound, new records are spooled instead of held in memory. */
+  maxQueuedRecords?: number;
+  maxQueuedBytes?: number;
+  /** Drain retry backoff: doubles from initialMs up to maxMs, with jitter. */
+  retry?: { initialMs?: number; maxMs?: number };
+  /** Refusals (errors other than BusUnavailableError) before a spooled record is set aside. */
+  maxRecordAttempts?: number;
+  /** How long `close` waits for in-flight publishes before spooling them as well. */
+  closeTimeoutMs?: number;
+  maxSegmentBytes?: number;
+  /** Failures that were handled (spooled, retried, set aside); for logs. */
+  onError?: (err: unknown, context: string) => void;
+}
+
+export interface PublisherStats {
+  /** Records published on the live path. */
+  published: number;
+  /** Records appended to the spool. */
+  spooled: number;
+  /** Spooled records published by the drainer. */
+  drained: number;
+  /** Spooled records the bus kept refusing, moved to the spool's rejected file. */
+  rejected: number;
+  /** Spool lines that did not parse (a write torn by a crash), moved to the rejected file. */
+  corrupt: number;
+  /** Recorded and not yet on the bus: queued, in flight, being spooled, spooled or stranded. */
+  pending: number;
+  busUp: boolean;
+}
+
+interface Queued {
+  record: SpoolRecord;
+  bytes: number;
+}
+
+interface InFlight extends Queued {
+  /** Set when close() gave up waiting and spooled the record; a late outcome is then ignored. */
+  abandoned: boolean;
+  done: Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+export class RequestRecordPublisher {
+  private readonly queue: Queued[] = [];
+  private queuedBytes = 0;
+  private readonly inFlight = new Set<InFlight>();
+  private readonly spoolWrites = new Set<Promise<void>>();
+  private published = 0;
+  private busUp = true;
+  private closing = false;
+  private closed: Promise<void> | undefined;
+  private readonly drainer: SpoolDrainer;
+  private readonly concurrency: number;
+  private readonly maxQueuedRecords: number;
+  private readonly maxQueuedBytes: number;
+
+  private constructor(
+    private readonly bus: Bus,
+    private readonly spool: Spool,
+    backlog: number,
+    private readonly options: RequestRecordPublisherOptions,
+  ) {
+    this.concurrency = options.concurrency ?? 32;
+    this.maxQueuedRecords = options.maxQueuedRecords ?? 10_000;
+    this.maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
+    this.drainer = new SpoolDrainer(
+      spool,
+      backlog,
+      {
+        publish: (record) => this.publish(record),
+        busAnswered: (up) => {
+          this.busUp = up;
+        },
+        report: (err, context) => this.report(err, context),
+      },
+      {
+        retryInitialMs: options.retry?.initialMs ?? 100,
+        retryMaxMs: options.retry?.maxMs ?? 10_000,
+        maxRecordAttempts: options.maxRecordAttempts ?? 5,
+      },
+    );
+  }
+
+  /** Opens the spool and starts draining whatever a previous process left in it. */
+  static async open(options: RequestRecordPublisherOptions): Promise<RequestRecordPublisher> {
+    const spool = await Spool.open(spoolPath(options.dataDir), { maxSegmentBytes: options.maxSegmentBytes });
+    const publisher = new RequestRecordPublisher(options.bus, spool, await spool.countPending(), options);
+    if (publisher.drainer.backlog > 0) publisher.drainer.schedule(0);
+    return publisher;
+  }
+
+  /**
+   * Hands the record over and returns; throws only for a broken rule (closed publisher, an id that
+   * is not a valid subject token), never because of the bus.
+   */
+  record(draft: RequestCompletedDraft, bodies?: RecordBodies): void {
+    if (this.closing) throw new Error('request record publisher is closed');
+    const { record, bytes } = buildRequestRecord(draft, bodies);
+    const full = this.queue.length >= this.maxQueuedRecords || this.queuedBytes + bytes > this.maxQueuedBytes;
+    if (!this.busUp || full) {
+      this.toSpool(record);
+      return;
+    }
+    this.queue.push({ record, bytes });
+    this.queuedBytes += bytes;
+    this.pump();
+  }
+
+  pending(): number {
+    return (
+      this.queue.length +
+      this.inFlight.size +
+      this.spoolWrites.size +
+      this.drainer.backlog +
+      this.drainer.stranded.length
+    );
+  }
+
+  stats(): PublisherStats {
+    const { spooled, drained, rejected, corrupt, publishedStranded } = this.drainer.counters;
+    return {
+      published: this.published + publishedStranded,
+      spooled,
+      drained,
+      rejected,
+      corrupt,
+      pending: this.pending(),
+      busUp: this.busUp,
+    };
+  }
+
+  /** Resolves once everything recorded so far is on the bus or synced to the spool. */
+  async flush(): Promise<void> {
+    while (this.queue.length > 0 || this.inFlight.size > 0 || this.spoolWrites.size > 0) {
+      this.pump();
+      await Promise.allSettled([...[...this.inFlight].map((f) => f.done), ...this.spoolWrites]);
+    }
+  }
+
+  /**
+   * Stops draining and makes everything recorded durable: queued records are spooled, in-flight
+   * publishes get `closeTimeoutMs` to finish and are spooled otherwise. Records left in the spool
+   * are drained by the next process that opens the same data dir.
+   */
+  close(): Promise<void> {
+    this.closed ??= this.shutdown();
+    return this.closed;
+  }
+
+  private async shutdown(): Promise<void> {
+    this.closing = true;
+    const draining = this.drainer.stop();
+    for (const q of this.queue.splice(0)) this.toSpool(q.record);
+    this.queuedBytes = 0;
+    const settled = Promise.allSettled([...this.inFlight].map((f) => f.done));
+    await Promise.race([settled, sleep(this.options.closeTimeoutMs ?? 10_000)]);
+    for (const f of this.inFlight) {
+      f.abandoned = true;
+      this.inFlight.delete(f);
+      this.toSpool(f.record);
+    }
+    await draining;
+    for (const record of this.drainer.stranded.splice(0)) this.toSpool(record);
+    await Promise.allSettled([...this.spoolWrites]);
+    await this.spool.close();
+    const lost = this.drainer.stranded.length;
+    if (lost > 0) throw new Error(`${lost} request records could be neither published nor spooled`);
+  }
+
+  private pump(): void {
+    while (this.inFlight.size < this.concurrency && this.queue.length > 0) {
+      const next = this.queue.shift()!;
+      this.queuedBytes -= next.bytes;
+      if (!this.busUp) {
+        this.toSpool(next.record);
+        continue;
+      }
+      const flight: InFlight = { ...next, abandoned: false, done: Promise.resolve() };
+      flight.done = this.publish(next.record).then(
+        () => {
+          if (flight.abandoned) return;
+          this.inFlight.delete(flight);
+          this.published++;
+          this.pump();
+        },
+        (err: unknown) => {
+          if (flight.abandoned) return;
+          this.inFlight.delete(flight);
+          this.onLiveFailure(next.record, err);
+          this.pump();
+        },
+      );
+      this.inFlight.add(flight);
+    }
+  }
+
+  private onLiveFailure(record: SpoolRecord, err: unknown): void {
+    this.report(err, `publish ${record.requestId}; spooled`);
+    if (err instanceof BusUnavailableError) {
+      this.busUp = false;
+      // Everything behind it would wait out the same timeout: spool the queue now.
+      for (const q of this.queue.splice(0)) this.toSpool(q.record);
+      this.queuedBytes = 0;
+    }
+    this.toSpool(record);
+  }
+
+  // A throwing log hook must not turn a handled failure into an unhandled rejection.
+  private report(err: unknown, context: string): void {
+    try {
+      this.options.onError?.(err, context);
+    } catch {}
+  }
+
+  private async publish(record: SpoolRecord): Promise<void> {
+    for (const m of record.messages) await this.bus.publish(m.subject, m.data, { messageId: m.messageId });
+  }
+
+  private toSpool(record: SpoolRecord): void {
+    const write: Promise<void> = this.spool.append(record).then(
+      () => {
+        this.spoolWrites.delete(write);
+        this.drainer.spooled(this.busUp);
+      },
+      (err: unknown) => {
+        this.spoolWrites.delete(write);
+        this.report(err, `spool ${record.requestId}; kept in memory`);
+        this.drainer.strand(record);
+      },
+    );
+    this.spoolWrites.add(write);
+  }
+}
