@@ -19,6 +19,15 @@ const banner = (s: RunningService): string => {
     `  metrics:  curl ${s.httpUrl}/metrics`,
     `  admin:    the admin token is in ${displayPath(s.secrets.path)} (admin_token)`,
   ];
+  if (s.roles.includes('gateway')) {
+    lines.push(
+      '  gateway:  mint a key:   node bin/svc.js bootstrap --workspace Demo --org Demo --project Demo',
+      '            add a model:  node bin/svc.js registry upsert --adapter openai --model gpt-4o-mini --provider-model-id gpt-4o-mini \\',
+      '                            --input-price-per-token 0.00000015 --output-price-per-token 0.0000006',
+      '            and a key:    node bin/svc.js keys platform set --provider openai --secret $OPENAI_API_KEY',
+      `            then call:    OpenAI SDK with baseURL ${s.httpUrl}/v1`,
+    );
+  }
   if (s.secrets.generatedAt)
     lines.push(`  generated a master key and an admin token in ${displayPath(s.secrets.path)} (mode 0600)`);
   lines.push('  stop with Ctrl-C (SIGINT) or SIGTERM');
