@@ -4,10 +4,12 @@ import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
 import type { GatewayDeps } from '../edges/http/gateway/serve.js';
 import { RequestRecordPublisher } from '../events/envelopes/publish.js';
 import { envelopeOf } from '../gateway/envelope.js';
+import { noEscrow } from '../gateway/escrow.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
 import { RegistrySnapshotCache } from '../gateway/registry/index.js';
 import { SnapshotCache } from '../gateway/snapshot-cache.js';
 import { tenancySource } from '../gateway/tenancy.js';
+import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import type { ProviderAdapter } from '../providers/provider.js';
 import type { Role, RoleContext } from './role.js';
@@ -15,6 +17,8 @@ import type { Role, RoleContext } from './role.js';
 /** Adapters by registry adapter id; adding a provider touches this map only (STYLE.md rule 7). */
 export const ADAPTERS: ReadonlyMap<Adapter, ProviderAdapter> = new Map<Adapter, ProviderAdapter>([
   ['openai', openAiAdapter],
+  ['azure', azureAdapter],
+  ['azure-gov', azureGovAdapter],
 ]);
 
 const SPEC_MESSAGE_CAP = 64 * 1024;
@@ -82,6 +86,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       if (ttfbSeconds !== null) ttfb.observe({ route, stream: String(stream) }, ttfbSeconds);
     },
     bodyLimit: c.SVC_GATEWAY_MAX_REQUEST_BYTES,
+    escrow: noEscrow,
   };
   return {
     name: 'gateway',

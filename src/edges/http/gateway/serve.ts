@@ -3,9 +3,10 @@ import type { Adapter, Capability } from '../../../commands/registry/events.js';
 import type { ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
 import type { CompletedRequest, CompletionSink } from '../../../gateway/completed.js';
 import type { CanonicalChunk, CanonicalRequest, Usage } from '../../../gateway/contract.js';
+import type { EscrowPort } from '../../../gateway/escrow.js';
 import { estimatedUsage, pricingUsageOf } from '../../../gateway/metering.js';
 import { type PipelineBudget, runAttempts } from '../../../gateway/pipeline.js';
-import { priceUsage } from '../../../gateway/pricing/index.js';
+import { escrowEstimate, priceUsage } from '../../../gateway/pricing/index.js';
 import type { RateLimiter } from '../../../gateway/rate-limit.js';
 import type { RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
 import { failureError } from '../../../gateway/render/failures.js';
@@ -13,6 +14,7 @@ import { selectCandidates } from '../../../gateway/selector.js';
 import type { TenancySnapshot } from '../../../gateway/tenancy.js';
 import { ERROR_CATALOGUE, ServiceError } from '../../../lib/errors.js';
 import { newId } from '../../../lib/ids.js';
+import { formatUsd, maxUsd, type Usd } from '../../../lib/money.js';
 import type { AttemptTarget, ProviderAdapter } from '../../../providers/provider.js';
 import { StreamFailure } from '../../../providers/provider.js';
 import type { Dialect } from './dialect.js';
@@ -34,6 +36,7 @@ export interface GatewayDeps {
     ttfbSeconds: number | null,
   ) => void;
   bodyLimit: number;
+  escrow: EscrowPort;
 }
 
 export const REQUEST_ID_HEADER = 'x-svc-request-id';
@@ -153,6 +156,36 @@ export const serveCompletion = async (
     atMs: startedAt.getTime(),
   });
   if (!selected.ok) return fail(selected.error);
+
+  // Wallet-funded candidates hold the largest of their estimates before any upstream call.
+  let hold: Usd | null = null;
+  for (const e of selected.candidates) {
+    if (tenancy.credentials(key.projectId, e.adapter)?.funding !== 'wallet') continue;
+    const estimate = escrowEstimate(registry.cardAt(e, startedAt.getTime()), {
+      operation: 'chat',
+      prompt_tokens: Math.ceil(options.requestBytes / 4),
+      max_output_tokens: canonical.maxTokens ?? e.max_output_tokens ?? 4_096,
+    });
+    if (estimate.status === 'reserved')
+      hold = hold === null ? estimate.amount : maxUsd(hold, estimate.amount);
+  }
+  if (hold !== null) {
+    const held = await deps.escrow.hold({
+      requestId,
+      workspaceId: key.workspaceId,
+      amountUsd: formatUsd(hold),
+    });
+    if (!held.ok) {
+      return fail(
+        new ServiceError(
+          'insufficient_funds',
+          held.reason === 'no_wallet'
+            ? 'this workspace has no wallet funding platform-key traffic'
+            : `insufficient wallet funds: this request holds up to ${formatUsd(hold)} USD${held.availableUsd ? `, ${held.availableUsd} USD available` : ''}`,
+        ),
+      );
+    }
+  }
 
   const abort = new AbortController();
   const onClose = () => {
