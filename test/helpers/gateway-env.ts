@@ -16,7 +16,10 @@ export interface GatewayEnv {
   stop(): Promise<void>;
 }
 
-export const startGatewayEnv = async (extraEnv: Record<string, string> = {}, args: string[] = []): Promise<GatewayEnv> => {
+export const startGatewayEnv = async (
+  extraEnv: Record<string, string> = {},
+  args: string[] = [],
+): Promise<GatewayEnv> => {
   const db = await createTestDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-gw-'));
   await chmod(dataDir, 0o755);
@@ -34,7 +37,15 @@ export const startGatewayEnv = async (extraEnv: Record<string, string> = {}, arg
     return JSON.parse(r.stdout) as Record<string, unknown>;
   };
   const serve = await startServe(env, args);
-  const boot = (await svc(['bootstrap', '--workspace', 'Gw', '--org', 'Gw Org', '--project', 'Gw Project'])) as GatewayEnv['boot'];
+  const boot = (await svc([
+    'bootstrap',
+    '--workspace',
+    'Gw',
+    '--org',
+    'Gw Org',
+    '--project',
+    'Gw Project',
+  ])) as GatewayEnv['boot'];
   return {
     db,
     serve,
@@ -51,7 +62,11 @@ export const startGatewayEnv = async (extraEnv: Record<string, string> = {}, arg
 };
 
 /** Polls `fn` until it returns true or the time is up. */
-export const eventually = async (fn: () => Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> => {
+export const eventually = async (
+  fn: () => Promise<boolean>,
+  timeoutMs = 5_000,
+  what = 'condition',
+): Promise<void> => {
   const deadline = Date.now() + timeoutMs;
   while (!(await fn())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
