@@ -12,7 +12,12 @@ import {
   isAdapter,
   LANE_NAME,
 } from '../../commands/registry/events.js';
-import { approveRateCards, importArtifact, upsertEndpoint } from '../../commands/registry/handler.js';
+import {
+  approveRateCards,
+  importArtifact,
+  setQuarantine,
+  upsertEndpoint,
+} from '../../commands/registry/handler.js';
 import type { ImportSummary } from '../../commands/registry/import.js';
 import { PostgresEventStore } from '../../events/postgres/event-store.js';
 import { MODALITIES, type Modality } from '../../gateway/pricing/index.js';
@@ -317,4 +322,51 @@ export const registerRegistryCommands = (program: Command): void => {
     .option('--lane <lane>', 'only this lane')
     .option('--json', 'print JSON')
     .action(runList);
+
+  const models = program
+    .command('models')
+    .description('routing state of registry endpoints (billing-health quarantine)');
+  for (const [name, type, description] of [
+    ['quarantine', 'QuarantineEndpoint', 'take an endpoint out of rotation for every tenant'],
+    ['unquarantine', 'UnquarantineEndpoint', 'return a quarantined endpoint to rotation (SPEC 3)'],
+  ] as const) {
+    models
+      .command(name)
+      .description(description)
+      .requiredOption('--lane <lane>', 'lane name')
+      .requiredOption('--model <model>', 'canonical model id')
+      .option('--json', 'print JSON')
+      .action(async (opts: { lane: string; model: string; json?: boolean }) => {
+        const changed = await withDatabase(async (db, store) => {
+          const data = { lane: opts.lane, model: opts.model };
+          const command =
+            type === 'QuarantineEndpoint'
+              ? ({
+                  type,
+                  data: {
+                    ...data,
+                    failures: 0,
+                    total: 0,
+                    window_minutes: 0,
+                    min_failures: 0,
+                    min_ratio_bps: 0,
+                  },
+                } as const)
+              : ({ type, data } as const);
+          const r = await setQuarantine(store, command, {
+            commandId: newId('cmd'),
+            actor: 'cli',
+            now: new Date().toISOString(),
+          });
+          await catchUpRegistry(db.pool);
+          return r.events.length > 0;
+        });
+        emit(
+          opts.json,
+          { lane: opts.lane, model: opts.model, quarantined: type === 'QuarantineEndpoint', changed },
+          (r) =>
+            `${r.lane}/${r.model} ${r.quarantined ? 'quarantined' : 'back in rotation'}${r.changed ? '' : ' (unchanged)'}`,
+        );
+      });
+  }
 };

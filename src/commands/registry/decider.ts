@@ -97,6 +97,22 @@ const approve = (cmd: ApproveCommand, s: Lane): RegistryEvent[] => {
     .map((c) => ({ type: 'RateCardApproved', data: { lane, model, card_id: c.card_id } }));
 };
 
+type QuarantineCommand = Extract<RegistryCommand, { type: 'QuarantineEndpoint' | 'UnquarantineEndpoint' }>;
+
+/** SPEC 3: a quarantined endpoint leaves rotation for every tenant until the operator lifts it. */
+const quarantine = (cmd: QuarantineCommand, s: Lane): RegistryEvent[] => {
+  const { lane, model } = cmd.data;
+  const endpoint = s.endpoints.get(model);
+  if (endpoint === undefined)
+    throw new ServiceError('not_found', `lane ${lane} has no model ${model}`, { param: 'model' });
+  if (cmd.type === 'QuarantineEndpoint') {
+    return endpoint.quarantined ? [] : [{ type: 'EndpointQuarantined', data: cmd.data }];
+  }
+  if (!endpoint.quarantined)
+    throw new ServiceError('conflict', `${lane}/${model} is not quarantined`, { param: 'model' });
+  return [{ type: 'EndpointUnquarantined', data: { lane, model } }];
+};
+
 const decide = (cmd: RegistryCommand, s: Lane): RegistryEvent[] => {
   switch (cmd.type) {
     case 'ImportArtifact':
@@ -105,6 +121,9 @@ const decide = (cmd: RegistryCommand, s: Lane): RegistryEvent[] => {
       return upsert(cmd, s);
     case 'ApproveRateCards':
       return approve(cmd, s);
+    case 'QuarantineEndpoint':
+    case 'UnquarantineEndpoint':
+      return quarantine(cmd, s);
     default:
       return assertNever(cmd);
   }

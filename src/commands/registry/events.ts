@@ -100,7 +100,19 @@ export type RegistryCommand =
         other_lanes: SharedModelFact[];
       };
     }
-  | { type: 'ApproveRateCards'; data: { lane: string; model: string } };
+  | { type: 'ApproveRateCards'; data: { lane: string; model: string } }
+  | { type: 'QuarantineEndpoint'; data: QuarantineEvidence & { lane: string; model: string } }
+  | { type: 'UnquarantineEndpoint'; data: { lane: string; model: string } };
+
+/** What the billing-health evaluator saw in its window when it quarantined (SPEC 3). */
+export interface QuarantineEvidence {
+  failures: number;
+  /** Priced plus failed requests in the window. */
+  total: number;
+  window_minutes: number;
+  min_failures: number;
+  min_ratio_bps: number;
+}
 
 export interface ImportCounts {
   endpoints_added: number;
@@ -150,6 +162,8 @@ export type RegistryEvent =
   | { type: 'EndpointUpserted'; data: EndpointUpsertedData }
   | { type: 'EndpointRetired'; data: { lane: string; model: string; reason: 'absent_from_import' } }
   | { type: 'RateCardActivated'; data: RateCardActivatedData }
-  | { type: 'RateCardApproved'; data: { lane: string; model: string; card_id: string } };
+  | { type: 'RateCardApproved'; data: { lane: string; model: string; card_id: string } }
+  | { type: 'EndpointQuarantined'; data: QuarantineEvidence & { lane: string; model: string } }
+  | { type: 'EndpointUnquarantined'; data: { lane: string; model: string } };
 
 export type RegistryEventType = RegistryEvent['type'];

@@ -100,3 +100,13 @@ export const approveRateCards = (
     context,
     { retries: RETRIES },
   );
+
+/** Billing-health quarantine (SPEC 3) and the operator's `svc models unquarantine`. */
+export const setQuarantine = (
+  store: EventStore,
+  command: Extract<RegistryCommand, { type: 'QuarantineEndpoint' | 'UnquarantineEndpoint' }>,
+  context: CommandContext,
+): Promise<RegistryResult> =>
+  handleCommand(store, registryDecider, registryStream(command.data.lane), command, context, {
+    retries: RETRIES,
+  });

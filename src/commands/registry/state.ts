@@ -9,7 +9,7 @@ import {
   type RegistryEvent,
 } from './events.js';
 
-export type EndpointState = EndpointUpsertedData & { retired: boolean };
+export type EndpointState = EndpointUpsertedData & { retired: boolean; quarantined: boolean };
 export type CardState = RateCardActivatedData;
 
 /** Everything the lane's stream says, folded: the write model of the registry. */
@@ -36,7 +36,12 @@ export const evolveLane = (s: Lane, e: RegistryEvent): Lane => {
       return {
         ...s,
         adapter: e.data.adapter,
-        endpoints: new Map(s.endpoints).set(e.data.model, { ...e.data, retired: false }),
+        // A quarantine outlives re-imports and upserts: only the operator's command lifts it.
+        endpoints: new Map(s.endpoints).set(e.data.model, {
+          ...e.data,
+          retired: false,
+          quarantined: s.endpoints.get(e.data.model)?.quarantined ?? false,
+        }),
       };
     case 'EndpointRetired': {
       const endpoint = s.endpoints.get(e.data.model);
@@ -48,6 +53,13 @@ export const evolveLane = (s: Lane, e: RegistryEvent): Lane => {
         ...s,
         cards: new Map(s.cards).set(e.data.model, [...(s.cards.get(e.data.model) ?? []), e.data]),
       };
+    case 'EndpointQuarantined':
+    case 'EndpointUnquarantined': {
+      const endpoint = s.endpoints.get(e.data.model);
+      if (endpoint === undefined) return s;
+      const quarantined = e.type === 'EndpointQuarantined';
+      return { ...s, endpoints: new Map(s.endpoints).set(e.data.model, { ...endpoint, quarantined }) };
+    }
     case 'RateCardApproved': {
       const cards = (s.cards.get(e.data.model) ?? []).map((c) =>
         c.card_id === e.data.card_id ? { ...c, needs_approval: false } : c,

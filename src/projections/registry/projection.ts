@@ -152,6 +152,19 @@ const applyOne = async (client: PoolClient, stored: StoredEvent): Promise<void> 
       return;
     case 'RateCardActivated':
       return activateCard(client, stored, e.data);
+    case 'EndpointQuarantined':
+    case 'EndpointUnquarantined':
+      await client.query(
+        'UPDATE rm_registry_endpoints SET quarantined = $3, position = $4, updated_at = $5 WHERE lane = $1 AND model = $2',
+        [
+          e.data.lane,
+          e.data.model,
+          e.type === 'EndpointQuarantined',
+          stored.globalPosition,
+          decidedAt(stored),
+        ],
+      );
+      return;
     case 'RateCardApproved':
       await client.query(
         `UPDATE rm_registry_rate_cards SET needs_approval = false, approved_at = $2, approved_by = $3
