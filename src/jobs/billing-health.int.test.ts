@@ -12,8 +12,17 @@ import { type BillingHealthThresholds, type EndpointOutcomes, runBillingHealth }
 
 let db: TestDatabase;
 let store: PostgresEventStore;
-const defaults: BillingHealthThresholds = { minFailures: 10, minRatioBps: 100, action: 'quarantine', windowMinutes: 60 };
-const ctx = (n: string) => ({ commandId: `cmd-${n}-${Math.random()}`, actor: 'test', now: new Date().toISOString() });
+const defaults: BillingHealthThresholds = {
+  minFailures: 10,
+  minRatioBps: 100,
+  action: 'quarantine',
+  windowMinutes: 60,
+};
+const ctx = (n: string) => ({
+  commandId: `cmd-${n}-${Math.random()}`,
+  actor: 'test',
+  now: new Date().toISOString(),
+});
 
 const endpoint = (model: string) => ({
   model,
@@ -23,7 +32,16 @@ const endpoint = (model: string) => ({
   family: 'test',
   release_date: null,
   description: '',
-  capabilities: { chat: true, embeddings: false, responses: false, images: false, moderations: false, tools: false, streaming: true, reasoning: false },
+  capabilities: {
+    chat: true,
+    embeddings: false,
+    responses: false,
+    images: false,
+    moderations: false,
+    tools: false,
+    streaming: true,
+    reasoning: false,
+  },
   input_modalities: ['text' as const],
   output_modalities: ['text' as const],
   context_length: 8_000,
@@ -40,7 +58,18 @@ beforeAll(async () => {
   db = await createTestDatabase();
   store = new PostgresEventStore(db.pool, db.url);
   for (const model of ['flaky', 'steady']) {
-    await upsertEndpoint(store, sharedFactsFrom(db.pool), { lane: 'openai', adapter: 'openai', endpoint: endpoint(model), inputPricePerToken: '0.000001', outputPricePerToken: '0.000002' }, ctx(model));
+    await upsertEndpoint(
+      store,
+      sharedFactsFrom(db.pool),
+      {
+        lane: 'openai',
+        adapter: 'openai',
+        endpoint: endpoint(model),
+        inputPricePerToken: '0.000001',
+        outputPricePerToken: '0.000002',
+      },
+      ctx(model),
+    );
   }
 });
 afterAll(async () => {
@@ -56,7 +85,12 @@ describe('billing-health quarantine', () => {
   const source = async () => outcomes;
 
   it('with action=allow nothing leaves rotation', async () => {
-    const hit = await runBillingHealth({ store, source, thresholds: { ...defaults, action: 'allow' }, now: new Date() });
+    const hit = await runBillingHealth({
+      store,
+      source,
+      thresholds: { ...defaults, action: 'allow' },
+      now: new Date(),
+    });
     expect(hit).toEqual([]);
     expect(await routable('flaky')).toBe(true);
   });
@@ -68,16 +102,31 @@ describe('billing-health quarantine', () => {
     expect(await routable('steady')).toBe(true);
     // A second run changes nothing; a re-upsert of the endpoint does not lift the quarantine.
     await runBillingHealth({ store, source, thresholds: defaults, now: new Date() });
-    await upsertEndpoint(store, sharedFactsFrom(db.pool), { lane: 'openai', adapter: 'openai', endpoint: { ...endpoint('flaky'), display_name: 'Flaky v2' }, inputPricePerToken: '0.000001', outputPricePerToken: '0.000002' }, ctx('re'));
+    await upsertEndpoint(
+      store,
+      sharedFactsFrom(db.pool),
+      {
+        lane: 'openai',
+        adapter: 'openai',
+        endpoint: { ...endpoint('flaky'), display_name: 'Flaky v2' },
+        inputPricePerToken: '0.000001',
+        outputPricePerToken: '0.000002',
+      },
+      ctx('re'),
+    );
     expect(await routable('flaky')).toBe(false);
   });
 
   it('svc models unquarantine returns it to rotation', async () => {
-    const r = await runSvc(['models', 'unquarantine', '--lane', 'openai', '--model', 'flaky', '--json'], { SVC_DATABASE_URL: db.url });
+    const r = await runSvc(['models', 'unquarantine', '--lane', 'openai', '--model', 'flaky', '--json'], {
+      SVC_DATABASE_URL: db.url,
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ quarantined: false, changed: true });
     expect(await routable('flaky')).toBe(true);
-    const again = await runSvc(['models', 'unquarantine', '--lane', 'openai', '--model', 'flaky'], { SVC_DATABASE_URL: db.url });
+    const again = await runSvc(['models', 'unquarantine', '--lane', 'openai', '--model', 'flaky'], {
+      SVC_DATABASE_URL: db.url,
+    });
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('not quarantined');
   });
