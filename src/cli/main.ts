@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../lib/version.js';
+import { registerAuthCommands } from './commands/auth.js';
 import { registerDatabaseCommands } from './commands/database.js';
 import { registerRegistryCommands } from './commands/registry.js';
 import { registerServe } from './commands/serve.js';
@@ -16,6 +17,7 @@ registerServe(program);
 registerDatabaseCommands(program);
 registerRegistryCommands(program);
 registerTenancyCommands(program);
+registerAuthCommands(program);
 
 try {
   await program.parseAsync(process.argv);

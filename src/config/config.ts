@@ -48,6 +48,51 @@ const sampleStride = z
     return n === 0 ? 1 : n;
   });
 
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+/** HTTPS, or plain HTTP on a loopback host only (a developer machine, the tests' identity provider). */
+const secureUrl = z.string().refine(
+  (v) => {
+    try {
+      const u = new URL(v);
+      return u.protocol === 'https:' || (u.protocol === 'http:' && LOOPBACK.has(u.hostname));
+    } catch {
+      return false;
+    }
+  },
+  { message: 'must be an https URL (http only on a loopback host)' },
+);
+export const registrationPolicy = z.enum(['open', 'invite', 'code']);
+export type RegistrationPolicy = z.infer<typeof registrationPolicy>;
+export const oidcProviderSchema = z.strictObject({
+  issuer: secureUrl,
+  client_id: z.string().min(1),
+  /** Absent for a public client (PKCE only). */
+  client_secret: z.string().min(1).optional(),
+  token_endpoint_auth_method: z
+    .enum(['client_secret_basic', 'client_secret_post'])
+    .default('client_secret_basic'),
+  /** The console callback registered at the provider: {console_url}/api/session/oidc/<name>/callback. */
+  redirect_uri: secureUrl,
+  scope: z.string().min(1).default('openid email profile'),
+  /** Overrides SVC_REGISTRATION_POLICY for users first seen through this provider. */
+  registration_policy: registrationPolicy.optional(),
+});
+export type OidcProviderConfig = z.infer<typeof oidcProviderSchema>;
+/** JSON object: provider name (the :provider path segment) -> provider settings. */
+const oidcProviders = z
+  .string()
+  .optional()
+  .transform((v, ctx): unknown => {
+    if (v === undefined || v.trim() === '') return {};
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON object of provider name -> settings' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/), oidcProviderSchema));
+
 export const configSchema = z.object({
   SVC_HTTP_HOST: z.string().default('0.0.0.0'),
   SVC_HTTP_PORT: port.default(8080),
@@ -77,7 +122,17 @@ export const configSchema = z.object({
   SVC_PAYMENT_API_KEY: optionalString,
   SVC_PAYMENT_WEBHOOK_SECRET: optionalString,
   SVC_PAYMENT_PUBLISHABLE_KEY: optionalString,
+  /** Origin of the payment provider's API (default the provider's own); tests point it at a fake. */
+  SVC_PAYMENT_API_BASE: url(['http:', 'https:']),
+  /** Seconds an escrow hold waits for its settlement before the sweep releases it. */
+  SVC_WALLET_HOLD_TTL_SECONDS: positiveInt.default(3_600),
+  /** Age a succeeded payment webhook must reach before reconciliation calls a missing credit a mismatch. */
+  SVC_WALLET_RECONCILE_GRACE_SECONDS: nonNegativeInt.default(300),
   POLICY_GRPC_ENDPOINT: optionalString,
+  SVC_OIDC_PROVIDERS: oidcProviders,
+  SVC_REGISTRATION_POLICY: registrationPolicy.default('invite'),
+  SVC_AUTH_SESSION_TTL_SECONDS: positiveInt.default(12 * 3600),
+  SVC_AUTH_LOGIN_TTL_SECONDS: positiveInt.default(600),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -88,6 +143,8 @@ export const SECRET_KEYS: ReadonlySet<keyof Config> = new Set([
   'SVC_ADMIN_TOKEN',
   'SVC_PAYMENT_API_KEY',
   'SVC_PAYMENT_WEBHOOK_SECRET',
+  // Holds the identity providers' client secrets.
+  'SVC_OIDC_PROVIDERS',
 ]);
 
 export class ConfigError extends Error {

@@ -1,3 +1,4 @@
+import { authProjection } from './auth/projection.js';
 import { controlPlaneProjection } from './control-plane/projection.js';
 import type { Projection } from './projection.js';
 import { registryProjection } from './registry/projection.js';
@@ -8,6 +9,7 @@ export const PROJECTIONS: readonly Projection[] = [
   streamCatalogProjection,
   controlPlaneProjection,
   registryProjection,
+  authProjection,
 ];
 
 export const findProjection = (name: string): Projection | undefined =>

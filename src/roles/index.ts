@@ -1,3 +1,4 @@
+import { authRole } from './auth.js';
 import { controlPlaneRole } from './control-plane.js';
 import { gatewayRole } from './gateway.js';
 import { projectorRole } from './projector.js';
@@ -10,5 +11,6 @@ import type { RoleFactory, RoleName } from './role.js';
 export const ROLE_FACTORIES: Partial<Record<RoleName, RoleFactory>> = {
   gateway: gatewayRole,
   'control-plane': controlPlaneRole,
+  auth: authRole,
   projector: projectorRole,
 };

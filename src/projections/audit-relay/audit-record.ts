@@ -1,4 +1,5 @@
 import type { StoredEvent } from '../../events/event-store.js';
+import { AUTH_CATEGORIES } from '../auth/projection.js';
 
 /**
  * The audit record of one control-plane change (SPEC 6: actor, action, target, counts; never a
@@ -7,7 +8,7 @@ import type { StoredEvent } from '../../events/event-store.js';
 export interface AuditRecord {
   event_id: string;
   tenant_id: string;
-  source: 'control-plane';
+  source: 'control-plane' | 'auth';
   actor: string;
   action: string;
   target: { type: string; id: string };
@@ -25,7 +26,15 @@ const TARGETS: Record<string, string> = {
   connection: 'connection',
   platformkey: 'platform_key',
   tracekey: 'trace_ingest_key',
+  identity: 'identity',
+  reginvite: 'registration_invite',
+  regcode: 'registration_code',
+  devtoken: 'developer_token',
+  wallet: 'wallet',
 };
+
+/** Categories whose changes the auth service makes (issue 12); every other one is the control plane's. */
+const AUTH_SOURCE: ReadonlySet<string> = new Set(AUTH_CATEGORIES);
 
 /** Event type -> action; the past-tense type names the change already, dotted for the audit log. */
 const ACTIONS: Record<string, string> = {
@@ -54,6 +63,21 @@ const ACTIONS: Record<string, string> = {
   TraceIngestKeyCreated: 'trace_ingest_key.created',
   TraceIngestKeyRotated: 'trace_ingest_key.rotated',
   TraceIngestKeyRevoked: 'trace_ingest_key.revoked',
+  IdentityLinked: 'auth.identity_linked',
+  UserSignedIn: 'auth.signed_in',
+  RegistrationInviteCreated: 'registration_invite.created',
+  RegistrationInviteAccepted: 'registration_invite.accepted',
+  RegistrationCodeCreated: 'registration_code.created',
+  RegistrationCodeRedeemed: 'registration_code.redeemed',
+  DeveloperTokenCreated: 'developer_token.created',
+  DeveloperTokenRevoked: 'developer_token.revoked',
+  // SPEC 6 money-movement audit events. Charges and holds are not audited here: every request's
+  // charge is evidenced by ingest's data.write.request_logged.
+  TopUpCredited: 'wallet.topup.succeeded',
+  GrantCredited: 'wallet.grant.created',
+  RefundIssued: 'wallet.refund.created',
+  ReconciliationMismatchFound: 'wallet.reconciliation.mismatch',
+  AutoRefillSettingsSet: 'wallet.auto_refill.set',
 };
 
 // Secrets, their hashes and ciphertexts, and personal data stay out of the audit trail; a value
@@ -80,17 +104,31 @@ const details = (data: unknown): AuditRecord['details'] => {
   return out;
 };
 
+/**
+ * Deployment discovery's apply carries its counts on the event it appends (ConnectionMetadataUpdated
+ * for a tenant connection, PlatformKeySet for a platform key): SPEC 4.6 records that as
+ * connection.discovery_applied with the counts only, never the deployment names.
+ */
+const discoveryCounts = (data: unknown): Record<string, unknown> | null => {
+  if (!data || typeof data !== 'object') return null;
+  const counts = (data as { discovery?: unknown }).discovery;
+  return counts && typeof counts === 'object' && !Array.isArray(counts)
+    ? (counts as Record<string, unknown>)
+    : null;
+};
+
 export const auditRecordOf = (e: StoredEvent): AuditRecord => {
   const dash = e.streamId.indexOf('-');
   const category = e.streamId.slice(0, dash);
+  const discovery = discoveryCounts(e.data);
   return {
     event_id: e.messageId,
     tenant_id: typeof e.metadata.tenant_id === 'string' ? e.metadata.tenant_id : 'platform',
-    source: 'control-plane',
+    source: AUTH_SOURCE.has(category) ? 'auth' : 'control-plane',
     actor: typeof e.metadata.actor === 'string' ? e.metadata.actor : 'unknown',
-    action: ACTIONS[e.type] ?? e.type,
+    action: discovery ? 'connection.discovery_applied' : (ACTIONS[e.type] ?? e.type),
     target: { type: TARGETS[category] ?? category, id: e.streamId.slice(dash + 1) },
     occurred_at: typeof e.metadata.now === 'string' ? e.metadata.now : e.recordedAt.toISOString(),
-    details: details(e.data),
+    details: details(discovery ?? e.data),
   };
 };

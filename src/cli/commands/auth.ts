@@ -1,0 +1,92 @@
+import type { Command } from 'commander';
+import { PostgresEventStore } from '../../events/postgres/event-store.js';
+import { ServiceError } from '../../lib/errors.js';
+import { makeAuth } from '../../roles/auth.js';
+import { CliError, emit } from '../output.js';
+import { loadSecrets, openDatabase, readConfig } from '../runtime.js';
+import { parseTtl } from './tenancy.js';
+
+type Auth = ReturnType<typeof makeAuth>;
+
+/** Opens the deployment's database and runs `fn` with the auth service; ServiceErrors become one line. */
+const withAuth = async <T>(fn: (auth: Auth) => Promise<T>): Promise<T> => {
+  const config = readConfig();
+  const secrets = await loadSecrets(config);
+  const db = await openDatabase(config);
+  const store = new PostgresEventStore(db.pool, db.url);
+  try {
+    return await fn(makeAuth(store, db.pool, secrets.masterKey));
+  } catch (err) {
+    if (err instanceof ServiceError)
+      throw new CliError(`${err.message}${err.param ? ` (${err.param})` : ''}`);
+    throw err;
+  } finally {
+    await store.close();
+    await db.close();
+  }
+};
+
+const positiveInteger = (value: string, flag: string): number => {
+  if (!/^\d+$/.test(value.trim()) || Number(value) < 1)
+    throw new CliError(`${flag} must be a positive integer`);
+  return Number(value);
+};
+
+/** `svc registration invite create` and `svc registration code create` (issue 12). */
+export const registerAuthCommands = (program: Command): void => {
+  const registration = program
+    .command('registration')
+    .description('who may register through OIDC sign-in (SVC_REGISTRATION_POLICY: open, invite or code)');
+
+  registration
+    .command('invite')
+    .description('single-use registration invites, bound to one e-mail address')
+    .command('create')
+    .description('create an invite; the invite token is shown once (the console passes it as ?invite=)')
+    .requiredOption('--email <email>', 'the e-mail address the invitee signs in with')
+    .option('--ttl <duration>', 'lifetime, e.g. 12h, 7d', '7d')
+    .option('--workspace <workspace_id>', 'a workspace the new user joins')
+    .option('--role <role>', 'role in --workspace: manager or member', 'member')
+    .option('--json', 'print JSON')
+    .action(
+      async (opts: { email: string; ttl: string; workspace?: string; role: string; json?: boolean }) => {
+        if (opts.role !== 'manager' && opts.role !== 'member')
+          throw new CliError('--role must be manager or member');
+        const role = opts.role;
+        const ttlMs = parseTtl(opts.ttl);
+        const out = await withAuth((auth) =>
+          auth.registration.createInvite('cli', {
+            email: opts.email,
+            ttlMs,
+            ...(opts.workspace ? { workspaceId: opts.workspace, role } : {}),
+          }),
+        );
+        emit(
+          opts.json,
+          out,
+          (o) =>
+            `invite ${o.invite_id} for ${o.email} (expires ${o.expires_at}): ${o.invite}\n(the invite token is shown once; send it to the invitee now)`,
+        );
+      },
+    );
+
+  registration
+    .command('code')
+    .description('shared registration codes with a limited number of uses')
+    .command('create')
+    .description('create a registration code; the code is shown once')
+    .requiredOption('--uses <n>', 'how many users may register with it')
+    .option('--ttl <duration>', 'lifetime, e.g. 12h, 30d', '30d')
+    .option('--json', 'print JSON')
+    .action(async (opts: { uses: string; ttl: string; json?: boolean }) => {
+      const uses = positiveInteger(opts.uses, '--uses');
+      const ttlMs = parseTtl(opts.ttl);
+      const out = await withAuth((auth) => auth.registration.createCode('cli', { uses, ttlMs }));
+      emit(
+        opts.json,
+        out,
+        (o) =>
+          `registration code ${o.code_id} (${o.uses} uses, expires ${o.expires_at}): ${o.code}\n(the code is shown once; store it now)`,
+      );
+    });
+};

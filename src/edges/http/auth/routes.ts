@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify';
+import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
+import type { AuthReads } from '../../../commands/auth/reads.js';
+import type { SignIn } from '../../../commands/auth/sign-in.js';
+import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
+import { registerDeveloperTokenRoutes } from './developer-token-routes.js';
+import { registerRegistrationStatusRoutes } from './registration-routes.js';
+import { registerSignInRoutes } from './sign-in-routes.js';
+
+export interface AuthHttpDeps {
+  signIn: SignIn;
+  developerTokens: DeveloperTokens;
+  reads: AuthReads;
+  controlPlaneReads: ControlPlaneReads;
+  /** Whether the console's cookies are marked Secure (the provider's redirect URI is HTTPS). */
+  secureCookies: (provider: string) => boolean;
+  clock?: () => Date;
+}
+
+/**
+ * SPEC 4.4: the auth service's routes and the console's session routes. The console proxies of the
+ * registration status and developer-token routes share these paths, so each is mounted once.
+ */
+export const registerAuthRoutes = (app: FastifyInstance, deps: AuthHttpDeps): void => {
+  const clock = deps.clock ?? (() => new Date());
+  app.addHook('onSend', async (_request, reply, payload) => {
+    // Every answer here carries a secret or a decision about one: never stored by a cache.
+    reply.header('cache-control', 'no-store');
+    return payload;
+  });
+  registerSignInRoutes(app, deps);
+  registerRegistrationStatusRoutes(app, deps.reads, clock);
+  registerDeveloperTokenRoutes(app, deps.developerTokens, deps.controlPlaneReads, clock);
+};

@@ -1,0 +1,107 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { safeEqual } from '../../../lib/crypto.js';
+import { ServiceError } from '../../../lib/errors.js';
+import { parseBody } from '../control-plane/body.js';
+import { parseCookies, serializeCookie } from './cookies.js';
+import { safeReturnPath } from './return-to.js';
+import type { AuthHttpDeps } from './routes.js';
+import { SESSION_COOKIE } from './session.js';
+
+/** Binds a console sign-in to the browser that started it (SPEC 5: browser-bound state). */
+export const STATE_COOKIE = 'svc_oidc_state';
+
+const secret = z.string().min(1).max(1_024);
+const startBody = z.strictObject({
+  return_to: z.string().optional(),
+  invite: secret.optional(),
+  registration_code: secret.optional(),
+});
+
+const callbackBody = z.union([
+  z.strictObject({ callback_url: z.url().max(8_192) }),
+  z.strictObject({ code: z.string().min(1).max(4_096), state: secret, iss: secret.optional() }),
+]);
+
+type Params = { provider: string };
+type Query = Record<string, string | string[] | undefined>;
+
+const single = (query: Query, name: string): string | undefined => {
+  const v = query[name];
+  return typeof v === 'string' && v.length > 0 ? v : undefined;
+};
+
+const callbackPath = (provider: string) => `/api/session/oidc/${encodeURIComponent(provider)}/callback`;
+
+/** The query string exactly as the identity provider sent it (the authorization response). */
+const rawQuery = (request: FastifyRequest) => new URLSearchParams(request.url.split('?')[1] ?? '');
+
+export const registerSignInRoutes = (app: FastifyInstance, deps: AuthHttpDeps): void => {
+  const { signIn } = deps;
+
+  // JSON API: the caller keeps the state and brings the provider's answer back.
+  app.post('/api/auth/oidc/:provider/start', async (request) => {
+    const { provider } = request.params as Params;
+    const body = parseBody(startBody, request.body);
+    return signIn.start(provider, 'api', {
+      returnTo: safeReturnPath(body.return_to),
+      invite: body.invite,
+      registrationCode: body.registration_code,
+    });
+  });
+
+  app.post('/api/auth/oidc/:provider/callback', async (request) => {
+    const { provider } = request.params as Params;
+    const body = parseBody(callbackBody, request.body);
+    const params =
+      'callback_url' in body
+        ? new URL(body.callback_url).searchParams
+        : new URLSearchParams({ code: body.code, state: body.state, ...(body.iss ? { iss: body.iss } : {}) });
+    const session = await signIn.complete(provider, 'api', params);
+    return { ...session, return_to: safeReturnPath(session.return_to) };
+  });
+
+  // Console: browser redirects, the state bound in a cookie scoped to the callback path.
+  app.get('/api/session/oidc/:provider/start', async (request, reply) => {
+    const { provider } = request.params as Params;
+    const query = request.query as Query;
+    const started = await signIn.start(provider, 'console', {
+      returnTo: safeReturnPath(single(query, 'return_to')),
+      invite: single(query, 'invite'),
+      registrationCode: single(query, 'registration_code'),
+    });
+    reply.header(
+      'set-cookie',
+      serializeCookie(STATE_COOKIE, started.state, {
+        path: callbackPath(provider),
+        maxAge: signIn.loginTtlSeconds,
+        secure: deps.secureCookies(provider),
+      }),
+    );
+    return reply.redirect(started.authorization_url, 302);
+  });
+
+  app.get('/api/session/oidc/:provider/callback', async (request, reply: FastifyReply) => {
+    const { provider } = request.params as Params;
+    const secure = deps.secureCookies(provider);
+    const bound = parseCookies(request.headers.cookie).get(STATE_COOKIE);
+    const params = rawQuery(request);
+    const state = params.get('state');
+    // A mismatch changes nothing: a forged callback must not end the browser's own sign-in.
+    if (!bound || !state || !safeEqual(bound, state))
+      throw new ServiceError(
+        'forbidden',
+        'this sign-in was not started in this browser (state cookie mismatch)',
+      );
+    // From here the state is taken, so its cookie goes too, whatever the outcome.
+    reply.header(
+      'set-cookie',
+      serializeCookie(STATE_COOKIE, '', { path: callbackPath(provider), maxAge: 0, secure }),
+    );
+    const session = await signIn.complete(provider, 'console', params);
+    const maxAge = (Date.parse(session.expires_at) - Date.now()) / 1_000;
+    // Appended beside the cleared state cookie: fastify keeps every set-cookie value.
+    reply.header('set-cookie', serializeCookie(SESSION_COOKIE, session.token, { path: '/', maxAge, secure }));
+    return reply.redirect(safeReturnPath(session.return_to), 302);
+  });
+};

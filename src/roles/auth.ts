@@ -1,0 +1,60 @@
+import { DeveloperTokens } from '../commands/auth/developer-tokens.js';
+import { LoginStates } from '../commands/auth/login-states.js';
+import { OidcClients } from '../commands/auth/oidc.js';
+import { AuthReads } from '../commands/auth/reads.js';
+import { Registration } from '../commands/auth/registration.js';
+import { AuthCommands } from '../commands/auth/service.js';
+import { SignIn } from '../commands/auth/sign-in.js';
+import type { Config } from '../config/config.js';
+import { registerAuthRoutes } from '../edges/http/auth/routes.js';
+import type { EventStore } from '../events/event-store.js';
+import type { Pool } from '../events/postgres/pool.js';
+import { authProjection } from '../projections/auth/projection.js';
+import { catchUp } from '../projections/runner.js';
+import { makeControlPlane } from './control-plane.js';
+import type { Role, RoleContext } from './role.js';
+
+/** The auth service's write side with read-your-writes on the auth and control-plane read models. */
+export const makeAuth = (store: EventStore, pool: Pool, masterKey: Buffer) => {
+  const controlPlane = makeControlPlane(store, pool, masterKey);
+  const commands = new AuthCommands(store, (position) => catchUp(pool, authProjection, position));
+  const reads = new AuthReads(pool);
+  return {
+    controlPlane,
+    reads,
+    registration: new Registration(commands, reads, controlPlane),
+    developerTokens: new DeveloperTokens(commands, reads, controlPlane.reads),
+  };
+};
+
+const signInOf = (auth: ReturnType<typeof makeAuth>, pool: Pool, config: Config) =>
+  new SignIn(
+    new OidcClients(config.SVC_OIDC_PROVIDERS),
+    new LoginStates(pool),
+    auth.registration,
+    auth.controlPlane,
+    {
+      defaultPolicy: config.SVC_REGISTRATION_POLICY,
+      sessionTtlMs: config.SVC_AUTH_SESSION_TTL_SECONDS * 1_000,
+      loginTtlMs: config.SVC_AUTH_LOGIN_TTL_SECONDS * 1_000,
+    },
+  );
+
+/** SPEC 4.4: OIDC sign-in, console session routes, registration status, developer tokens. */
+export const authRole = (ctx: RoleContext): Role => {
+  const auth = makeAuth(ctx.eventStore, ctx.pool, ctx.masterKey);
+  const providers = ctx.config.SVC_OIDC_PROVIDERS;
+  return {
+    name: 'auth',
+    http: (app) =>
+      registerAuthRoutes(app, {
+        signIn: signInOf(auth, ctx.pool, ctx.config),
+        developerTokens: auth.developerTokens,
+        reads: auth.reads,
+        controlPlaneReads: auth.controlPlane.reads,
+        secureCookies: (provider) =>
+          Object.hasOwn(providers, provider) &&
+          new URL(providers[provider]!.redirect_uri).protocol === 'https:',
+      }),
+  };
+};

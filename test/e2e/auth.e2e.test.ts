@@ -1,0 +1,190 @@
+import * as client from 'openid-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashSecret } from '../../src/lib/crypto.js';
+import { Browser } from '../fakes/oidc-provider-browser.js';
+import { callbackUrlOf, type OidcSvc, startOidcSvc, oidcUser as user } from '../fakes/oidc-provider-svc.js';
+
+// Issue 12 "Must show": OIDC sign-in against a real OpenID provider run in-process, driven over
+// plain HTTP with a cookie jar through a running `svc serve`: the state cookie, PKCE, redirects.
+
+let svc: OidcSvc;
+let base: string;
+
+beforeAll(async () => {
+  svc = await startOidcSvc();
+  base = svc.base;
+  await svc.gw.svc([
+    'users',
+    'add',
+    '--email',
+    'ada@example.com',
+    '--workspace',
+    svc.gw.boot.workspace_id,
+    '--role',
+    'manager',
+  ]);
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+const json = async (res: Response) => (await res.json()) as Record<string, unknown>;
+
+const bearerGet = (path: string, token: string) =>
+  fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
+
+describe('console sign-in', () => {
+  it('start -> IdP -> callback sets an HTTP-only session cookie that the control plane accepts', async () => {
+    svc.idp.signInAs(user('ada', { email: 'Ada@Example.com' }));
+    const browser = new Browser();
+    const { response, hops } = await svc.consoleSignIn(browser, 'test', '?return_to=%2Fkeys%3Ftab%3Ddev');
+
+    expect(hops[0]!.status).toBe(302);
+    const authorize = new URL(hops[0]!.location!);
+    expect(authorize.origin).toBe(svc.idp.issuer);
+    expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(authorize.searchParams.get('code_verifier')).toBeNull();
+    expect(svc.idp.authorizations.at(-1)).toMatchObject({
+      code_challenge_method: 'S256',
+      scope: 'openid email profile',
+    });
+
+    expect(response.status).toBe(302);
+    expect(response.headers.get('location')).toBe('/keys?tab=dev');
+    const session = browser.cookie('svc_session', `${base}/api/workspaces`);
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+    expect(session!.value).toMatch(/^svc_sess_/);
+    expect(browser.cookie('svc_oidc_state')).toBeUndefined();
+
+    const workspaces = await bearerGet('/api/workspaces', session!.value);
+    expect(workspaces.status).toBe(200);
+    expect(JSON.stringify(await workspaces.json())).toContain(svc.gw.boot.workspace_id);
+    // The console's same-origin auth routes take the cookie itself.
+    const listed = await browser.request(`${base}/api/auth/developer-tokens?org_id=${svc.gw.boot.org_id}`);
+    expect(listed.status).toBe(200);
+  });
+
+  it('binds the login state in an HTTP-only SameSite cookie scoped to the callback', async () => {
+    svc.idp.signInAs(user('ada'));
+    const browser = new Browser();
+    await browser.navigate(`${base}/api/session/oidc/test/start`, () => false);
+    const cookie = browser.cookie('svc_oidc_state', `${base}/api/session/oidc/test/callback`);
+    expect(cookie).toMatchObject({
+      httpOnly: true,
+      sameSite: 'Lax',
+      path: '/api/session/oidc/test/callback',
+    });
+    expect(browser.cookie('svc_oidc_state', `${base}/api/workspaces`)).toBeUndefined();
+  });
+
+  it('a callback without the state cookie is refused, and the refusal burns nothing', async () => {
+    svc.idp.signInAs(user('ada'));
+    const browser = new Browser();
+    const { hops } = await svc.consoleSignIn(browser, 'test', '', true);
+    const callbackUrl = callbackUrlOf(hops);
+
+    const elsewhere = await new Browser().request(callbackUrl);
+    expect(elsewhere.status).toBe(403);
+    expect((await json(elsewhere)).message).toMatch(/state cookie/);
+
+    const own = await browser.request(callbackUrl);
+    expect(own.status).toBe(302);
+    expect(browser.cookie('svc_session')).toBeDefined();
+  });
+
+  it('a tampered state or a forged state cookie is refused', async () => {
+    svc.idp.signInAs(user('ada'));
+    const browser = new Browser();
+    const { hops } = await svc.consoleSignIn(browser, 'test', '', true);
+    const tampered = new URL(callbackUrlOf(hops));
+    tampered.searchParams.set('state', `${tampered.searchParams.get('state')}x`);
+    const refused = await browser.request(tampered.toString());
+    expect(refused.status).toBe(403);
+    expect(browser.cookie('svc_session')).toBeUndefined();
+    // The refusal leaves the browser's own sign-in intact.
+    expect((await browser.request(callbackUrlOf(hops))).status).toBe(302);
+    expect(browser.cookie('svc_session')).toBeDefined();
+
+    const again = new Browser();
+    const second = await svc.consoleSignIn(again, 'test', '', true);
+    again.setCookieValue('svc_oidc_state', 'forged-state-value');
+    const forged = await again.request(callbackUrlOf(second.hops));
+    expect(forged.status).toBe(403);
+    expect(again.cookie('svc_session')).toBeUndefined();
+  });
+
+  it('a wrong PKCE verifier is refused by the identity provider and no session is issued', async () => {
+    svc.idp.signInAs(user('ada'));
+    const browser = new Browser();
+    const { hops } = await svc.consoleSignIn(browser, 'test', '', true);
+    const callbackUrl = callbackUrlOf(hops);
+    const state = new URL(callbackUrl).searchParams.get('state')!;
+    const tampered = await svc.gw.db.pool.query(
+      'UPDATE auth_login_states SET code_verifier = $2 WHERE state_hash = $1',
+      [hashSecret(state), client.randomPKCECodeVerifier()],
+    );
+    expect(tampered.rowCount).toBe(1);
+    const errorsBefore = svc.idp.grantErrors.length;
+
+    const refused = await browser.request(callbackUrl);
+    expect(refused.status).toBe(400);
+    expect((await json(refused)).message).toMatch(/invalid_grant/);
+    expect(svc.idp.grantErrors.length).toBe(errorsBefore + 1);
+    expect(browser.cookie('svc_session')).toBeUndefined();
+    expect(browser.cookie('svc_oidc_state')).toBeUndefined();
+  });
+
+  it('a code replayed under another sign-in (another verifier) is refused; a used state cannot be replayed', async () => {
+    svc.idp.signInAs(user('ada'));
+    const first = await svc.apiSignIn('test');
+    expect(first.response.status).toBe(200);
+    const replay = await first.finish({ callback_url: first.callbackUrl });
+    expect(replay.status).toBe(400);
+    expect((await json(replay)).message).toMatch(/unknown, used or expired/);
+
+    const victim = await fetch(`${base}/api/auth/oidc/test/start`, { method: 'POST' });
+    const { state: otherState } = (await victim.json()) as { state: string };
+    const attacker = await fetch(`${base}/api/auth/oidc/test/start`, { method: 'POST' });
+    const { authorization_url } = (await attacker.json()) as { authorization_url: string };
+    const { hops } = await new Browser().navigate(
+      authorization_url,
+      (next) => next.origin === svc.idp.issuer,
+    );
+    const code = new URL(callbackUrlOf(hops)).searchParams.get('code')!;
+    const swapped = await first.finish({ code, state: otherState });
+    expect(swapped.status).toBe(400);
+    expect((await json(swapped)).message).toMatch(/invalid_grant/);
+  });
+
+  it.each(['https://evil.example', '//evil.example', '/\\evil.example', 'javascript:alert(1)'])(
+    'an open-redirect attempt (return_to=%s) ends on /',
+    async (target) => {
+      svc.idp.signInAs(user('ada'));
+      const { response } = await svc.consoleSignIn(
+        new Browser(),
+        'test',
+        `?return_to=${encodeURIComponent(target)}`,
+      );
+      expect(response.status).toBe(302);
+      expect(response.headers.get('location')).toBe('/');
+    },
+  );
+
+  it('the JSON API answers an auth session: the same user each time for the same identity', async () => {
+    svc.idp.signInAs(user('ada'));
+    const { response } = await svc.apiSignIn('test', { return_to: '//evil.example' });
+    const session = (await response.json()) as {
+      token: string;
+      expires_at: string;
+      user: { user_id: string; email: string };
+      return_to: string;
+    };
+    expect(session.token).toMatch(/^svc_sess_/);
+    expect(Date.parse(session.expires_at)).toBeGreaterThan(Date.now());
+    expect(session.user.email).toBe('ada@example.com');
+    expect(session.return_to).toBe('/');
+    expect((await bearerGet('/api/workspaces', session.token)).status).toBe(200);
+    const unknown = await fetch(`${base}/api/auth/oidc/nope/start`, { method: 'POST' });
+    expect(unknown.status).toBe(404);
+  });
+});
