@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../lib/version.js';
 import { registerAuthCommands } from './commands/auth.js';
+import { registerCatalogCommands } from './commands/catalog.js';
 import { registerDatabaseCommands } from './commands/database.js';
 import { registerRegistryCommands } from './commands/registry.js';
 import { registerServe } from './commands/serve.js';
@@ -16,6 +17,7 @@ const program = new Command('svc')
 registerServe(program);
 registerDatabaseCommands(program);
 registerRegistryCommands(program);
+registerCatalogCommands(program);
 registerTenancyCommands(program);
 registerAuthCommands(program);
 

@@ -31,7 +31,7 @@ export interface AttemptFailure {
    * How the failure shows to the caller when the adapter knows better than the generic status
    * mapping (SPEC 7.5: status, error type by catalogue code, and the exception name as error.code).
    */
-  surface?: { status: number; code: ErrorCode; displayCode?: string };
+  surface?: { status: number; code: ErrorCode; displayCode?: string; param?: string };
 }
 
 /** A failure after the stream began: ends it with the terminal error frame (SPEC 4.1 rule 5). */

@@ -2,6 +2,9 @@ import type { Command } from 'commander';
 import type { ControlPlane } from '../../commands/control-plane/service.js';
 import { PostgresEventStore } from '../../events/postgres/event-store.js';
 import { ServiceError } from '../../lib/errors.js';
+import { withOwnPool } from '../../providers/azure/client.js';
+import { type CredentialRef, discoverDeployments } from '../../providers/azure/discover.js';
+import { formatDiscovery } from '../../providers/azure/report.js';
 import { makeControlPlane } from '../../roles/control-plane.js';
 import { CliError, emit } from '../output.js';
 import { loadSecrets, openDatabase, readConfig } from '../runtime.js';
@@ -39,6 +42,13 @@ export const parseTtl = (value: string): number => {
   const m = /^(\d+)(s|m|h|d)$/.exec(value.trim());
   if (!m) throw new CliError(`--ttl must look like 30m, 12h or 7d, not ${value}`);
   return Number(m[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
+};
+
+const discover = async (ref: CredentialRef, opts: { apply?: boolean; json?: boolean }) => {
+  const report = await withControlPlane((cp) =>
+    withOwnPool((http) => discoverDeployments(cp, cli, ref, { apply: opts.apply === true, http })),
+  );
+  emit(opts.json, report, formatDiscovery);
 };
 
 export const registerTenancyCommands = (program: Command): void => {
@@ -101,9 +111,10 @@ export const registerTenancyCommands = (program: Command): void => {
       await withControlPlane((cp) => cp.revokeApiKey(cli, id));
       emit(opts.json, { api_key_id: id, revoked: true }, () => `revoked ${id}`);
     });
-  keys
+  const platform = keys
     .command('platform')
-    .description('operator-owned provider keys that serve wallet traffic')
+    .description('operator-owned provider keys that serve wallet traffic');
+  platform
     .command('set')
     .description('set the platform key of a provider (validated and encrypted like a tenant connection)')
     .requiredOption('--provider <provider>', 'openai, anthropic, bedrock, bedrock-gov, azure or azure-gov')
@@ -133,10 +144,18 @@ export const registerTenancyCommands = (program: Command): void => {
         emit(opts.json, out, (o) => `platform key for ${o.provider} set`);
       },
     );
+  platform
+    .command('discover')
+    .description('list the deployments of a platform deployment-host key and classify them (SPEC 4.6)')
+    .requiredOption('--provider <provider>', 'azure or azure-gov')
+    .option('--apply', 'store mappable deployments and prune mappings whose deployment is gone')
+    .option('--json', 'print JSON')
+    .action(async (opts: { provider: string; apply?: boolean; json?: boolean }) =>
+      discover({ platform: opts.provider }, opts),
+    );
 
-  program
-    .command('connections')
-    .description('tenant provider connections (BYOK)')
+  const connections = program.command('connections').description('tenant provider connections (BYOK)');
+  connections
     .command('create')
     .description('create a provider connection for a project; the secret is encrypted before it is stored')
     .requiredOption('--project <project_id>', 'project id')
@@ -168,6 +187,15 @@ export const registerTenancyCommands = (program: Command): void => {
         );
         emit(opts.json, out, (o) => `connection ${o.id} (${o.provider}/${o.name}) created`);
       },
+    );
+  connections
+    .command('discover')
+    .description('list the deployments of a deployment-host connection and classify them (SPEC 4.6)')
+    .argument('<connection_id>', 'connection id')
+    .option('--apply', 'store mappable deployments and prune mappings whose deployment is gone')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { apply?: boolean; json?: boolean }) =>
+      discover({ connectionId: id }, opts),
     );
 
   program

@@ -1,10 +1,19 @@
 import type { EventStore } from '../../events/event-store.js';
 import type { Pool } from '../../events/postgres/pool.js';
-import { encryptSecret, hashSecret } from '../../lib/crypto.js';
+import { decryptSecret, encryptSecret, hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
 import { idFromNames, newId, newSecret } from '../../lib/ids.js';
+import type { CredentialRef, DeploymentHostSubject, DiscoveryStore } from '../../providers/azure/discover.js';
+import type { DiscoveryCounts } from '../../providers/azure/discovery.js';
 import { apiKeyDecider, apiKeyStream } from '../api-key/decider.js';
-import { connectionDecider, connectionStream, platformKeyStream } from '../connections/decider.js';
+import {
+  type Connection,
+  type ConnectionCommand,
+  type ConnectionEvent,
+  connectionDecider,
+  connectionStream,
+  platformKeyStream,
+} from '../connections/decider.js';
 import { validateConnection } from '../connections/validation.js';
 import type { CommandContext, Decider, DomainEvent } from '../decider.js';
 import { handleCommand } from '../handler.js';
@@ -38,16 +47,40 @@ const checkName = (name: unknown, param = 'name'): string => {
 };
 
 /**
+ * The connection decider with discovery's counts on every event it decides: the audit relay
+ * publishes such an event as connection.discovery_applied, with the counts only.
+ */
+const recordingDiscovery = (
+  counts: DiscoveryCounts,
+): Decider<ConnectionCommand, ConnectionEvent, Connection> => ({
+  ...connectionDecider,
+  decide: (cmd, s) =>
+    connectionDecider.decide(cmd, s).map((e) => {
+      // Freshly decided events: extending them in place touches nothing the caller still holds.
+      Object.assign(e.data, { discovery: { ...counts } });
+      return e;
+    }),
+});
+
+interface StoredCredential {
+  provider: string;
+  base_url: string | null;
+  metadata: Record<string, unknown>;
+  secret_ciphertext: string;
+  workspace_id: string | null;
+}
+
+/**
  * The control plane's write side: each method validates, mints ids and secrets, encrypts provider
  * credentials before deciding, runs the aggregate's decider, and waits until the read model shows
  * the change (read-your-writes for the HTTP caller).
  */
-export class ControlPlane {
+export class ControlPlane implements DiscoveryStore {
   readonly reads: ControlPlaneReads;
 
   constructor(
     private readonly store: EventStore,
-    pool: Pool,
+    private readonly pool: Pool,
     private readonly masterKey: Buffer,
     /** Resolves once the control-plane read model includes `position`. */
     private readonly readYourWrites: (position: number) => Promise<void>,
@@ -335,6 +368,89 @@ export class ControlPlane {
       this.context(actor),
     );
     return { provider, base_url: baseUrl, metadata };
+  }
+
+  /** A credential with its ciphertext, for the operations that must decrypt it (discovery). */
+  private async storedCredential(ref: CredentialRef): Promise<StoredCredential & { aad: string }> {
+    if ('connectionId' in ref) {
+      const { rows } = await this.pool.query<StoredCredential>(
+        `SELECT provider, base_url, metadata, secret_ciphertext, workspace_id FROM rm_connections
+         WHERE connection_id = $1 AND deleted_at IS NULL`,
+        [ref.connectionId],
+      );
+      if (!rows[0]) throw new ServiceError('not_found', 'provider key not found');
+      return { ...rows[0], aad: ref.connectionId };
+    }
+    const { rows } = await this.pool.query<StoredCredential>(
+      `SELECT provider, base_url, metadata, secret_ciphertext, NULL AS workspace_id FROM rm_platform_keys
+       WHERE provider = $1`,
+      [ref.platform],
+    );
+    if (!rows[0]) throw new ServiceError('not_found', `no platform key is set for ${ref.platform}`);
+    return { ...rows[0], aad: `platform:${ref.platform}` };
+  }
+
+  /** Deployment discovery's view of a credential: the secret decrypted, and its adapter's live endpoints. */
+  async deploymentHostSubject(ref: CredentialRef): Promise<DeploymentHostSubject> {
+    const stored = await this.storedCredential(ref);
+    const endpoints = await this.pool.query<DeploymentHostSubject['endpoints'][number]>(
+      `SELECT lane, model, provider_model_id, base_url FROM rm_registry_endpoints
+       WHERE adapter = $1 AND enabled AND NOT retired ORDER BY lane, model`,
+      [stored.provider],
+    );
+    return {
+      provider: stored.provider,
+      secret: decryptSecret(this.masterKey, stored.secret_ciphertext, stored.aad),
+      baseUrl: stored.base_url,
+      metadata: stored.metadata,
+      endpoints: endpoints.rows,
+    };
+  }
+
+  /**
+   * Stores the deployments map discovery computed, validated like any connection write. A platform
+   * key is re-set with its own ciphertext because only PlatformKeySet reaches its read model.
+   */
+  async applyDiscovery(
+    actor: Actor,
+    ref: CredentialRef,
+    deployments: Record<string, string>,
+    counts: DiscoveryCounts,
+  ) {
+    const stored = await this.storedCredential(ref);
+    const checked = validateConnection({
+      provider: stored.provider,
+      secret: decryptSecret(this.masterKey, stored.secret_ciphertext, stored.aad),
+      metadata: { ...stored.metadata, deployments },
+      baseUrl: stored.base_url,
+    });
+    if (!checked.ok) throw new ServiceError('bad_request', checked.message, { param: checked.field });
+    const { metadata } = checked.value;
+    if ('connectionId' in ref) {
+      await this.run(
+        recordingDiscovery(counts),
+        connectionStream(ref.connectionId),
+        { type: 'UpdateConnectionMetadata', metadata },
+        this.context(actor, stored.workspace_id ?? undefined),
+      );
+    } else {
+      await this.run(
+        recordingDiscovery(counts),
+        platformKeyStream(stored.provider),
+        {
+          type: 'SetPlatformKey',
+          fields: {
+            provider: stored.provider,
+            name: 'platform',
+            base_url: stored.base_url,
+            metadata,
+            secret_ciphertext: stored.secret_ciphertext,
+          },
+        },
+        this.context(actor),
+      );
+    }
+    return { metadata };
   }
 
   async createTraceIngestKey(actor: Actor, projectId: string, name: unknown) {

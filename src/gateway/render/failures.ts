@@ -5,7 +5,7 @@ import type { AttemptRecord } from '../pipeline.js';
 /** How one failed attempt is shown to the caller: status, code and message (SPEC 7.1, 7.3). */
 const surface = (
   f: AttemptFailure,
-): { code: ServiceError['code']; status: number; message: string; displayCode?: string } => {
+): { code: ServiceError['code']; status: number; message: string; displayCode?: string; param?: string } => {
   if (f.surface) return { ...f.surface, message: f.providerMessage ?? f.message };
   switch (f.kind) {
     case 'MissingProviderKey':
@@ -48,7 +48,9 @@ export const failureError = (
   if (failures.length === 1) {
     return new ServiceError(shown.code, shown.message, {
       status: shown.status,
-      ...(last.providerCode ? { details: { provider_code: last.providerCode } } : {}),
+      ...(shown.displayCode ? { displayCode: shown.displayCode } : {}),
+      ...(shown.param ? { param: shown.param } : {}),
+      ...(last.providerCode && !shown.displayCode ? { details: { provider_code: last.providerCode } } : {}),
     });
   }
   const trail = attempts

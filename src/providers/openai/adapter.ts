@@ -7,7 +7,7 @@ import type {
 } from '../../gateway/contract.js';
 import { SseParser } from '../../lib/sse.js';
 import { callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
-import { type AttemptOutcome, type ProviderAdapter, StreamFailure } from '../provider.js';
+import { type AttemptOutcome, type AttemptTarget, type ProviderAdapter, StreamFailure } from '../provider.js';
 
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -96,6 +96,59 @@ async function* streamChunks(response: UpstreamResponse, maxBytes: number): Asyn
   }
 }
 
+/**
+ * What a primary-dialect upstream answered, as an attempt outcome: non-200 statuses classified, a
+ * stream turned into canonical chunks, a buffered body read under the size cap and parsed. Shared by
+ * every adapter whose upstream speaks the primary dialect's reply (openai, azure).
+ */
+export const openAiShapedOutcome = async (
+  response: UpstreamResponse,
+  stream: boolean,
+  limits: AttemptTarget['limits'],
+): Promise<AttemptOutcome> => {
+  if (response.statusCode !== 200)
+    return { ok: false, failure: await failureFromStatus(response, limits.maxErrorMessageBytes) };
+  if (stream) return { ok: true, stream: streamChunks(response, limits.maxResponseBytes) };
+  let read: { bytes: Buffer; over: boolean };
+  try {
+    read = await readCapped(response.body, limits.maxResponseBytes);
+  } catch {
+    return {
+      ok: false,
+      failure: {
+        kind: 'UpstreamError',
+        message: 'upstream reply read failed',
+        retryable: true,
+        fallback: true,
+      },
+    };
+  }
+  if (read.over) {
+    return {
+      ok: false,
+      failure: {
+        kind: 'ResponseTooLarge',
+        message: `upstream reply exceeded ${limits.maxResponseBytes} bytes`,
+        retryable: false,
+        fallback: true,
+      },
+    };
+  }
+  try {
+    return { ok: true, reply: replyOf(JSON.parse(read.bytes.toString('utf8')) as Record<string, unknown>) };
+  } catch {
+    return {
+      ok: false,
+      failure: {
+        kind: 'UpstreamError',
+        message: 'upstream reply was not JSON',
+        retryable: true,
+        fallback: true,
+      },
+    };
+  }
+};
+
 export const openAiAdapter: ProviderAdapter = {
   id: 'openai',
   chat: async (request, target): Promise<AttemptOutcome> => {
@@ -114,47 +167,6 @@ export const openAiAdapter: ProviderAdapter = {
       bodyTimeoutMs: target.timeoutMs,
     });
     if (!called.ok) return called;
-    const { response } = called;
-    if (response.statusCode !== 200)
-      return { ok: false, failure: await failureFromStatus(response, target.limits.maxErrorMessageBytes) };
-    if (request.stream) return { ok: true, stream: streamChunks(response, target.limits.maxResponseBytes) };
-    let read: { bytes: Buffer; over: boolean };
-    try {
-      read = await readCapped(response.body, target.limits.maxResponseBytes);
-    } catch {
-      return {
-        ok: false,
-        failure: {
-          kind: 'UpstreamError',
-          message: 'upstream reply read failed',
-          retryable: true,
-          fallback: true,
-        },
-      };
-    }
-    if (read.over) {
-      return {
-        ok: false,
-        failure: {
-          kind: 'ResponseTooLarge',
-          message: `upstream reply exceeded ${target.limits.maxResponseBytes} bytes`,
-          retryable: false,
-          fallback: true,
-        },
-      };
-    }
-    try {
-      return { ok: true, reply: replyOf(JSON.parse(read.bytes.toString('utf8')) as Record<string, unknown>) };
-    } catch {
-      return {
-        ok: false,
-        failure: {
-          kind: 'UpstreamError',
-          message: 'upstream reply was not JSON',
-          retryable: true,
-          fallback: true,
-        },
-      };
-    }
+    return openAiShapedOutcome(called.response, request.stream, target.limits);
   },
 };

@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ControlPlane } from '../../../commands/control-plane/service.js';
 import { ServiceError } from '../../../lib/errors.js';
+import { azureHttp } from '../../../providers/azure/client.js';
+import { discoverDeployments } from '../../../providers/azure/discover.js';
 import {
   actorOf,
   authenticate,
@@ -305,9 +307,16 @@ export const registerControlPlaneRoutes = (
     await cp.deleteConnection(actorOf(p), conn.id);
     return reply.code(204).send();
   });
+  // SPEC 4.6 deployment discovery: report-only unless apply is true.
   app.post('/api/provider-keys/:id/discover', async (request) => {
-    await connectionFor(request, 'manager');
-    throw new ServiceError('not_implemented', 'deployment discovery is not implemented yet');
+    const { p, conn } = await connectionFor(request, 'manager');
+    const body = parseBody(strict({ apply: z.boolean().optional() }), request.body);
+    return discoverDeployments(
+      cp,
+      actorOf(p),
+      { connectionId: conn.id },
+      { apply: body.apply === true, http: azureHttp() },
+    );
   });
   app.put('/api/platform-keys/:provider', async (request) => {
     const p = await who(request);
