@@ -48,12 +48,9 @@ describe('chdb adapter', () => {
   it('runs queries off the event loop: timers keep firing during a heavy query', async () => {
     const store = await ChdbAnalyticsStore.open({ path: chdbPath(dataDir) });
     try {
-      let last = performance.now();
-      let worstGap = 0;
+      let ticks = 0;
       const timer = setInterval(() => {
-        const now = performance.now();
-        worstGap = Math.max(worstGap, now - last);
-        last = now;
+        ticks += 1;
       }, 5);
       const started = performance.now();
       const [row] = await store.query<{ s: string }>(
@@ -62,9 +59,10 @@ describe('chdb adapter', () => {
       const queryMs = performance.now() - started;
       clearInterval(timer);
       expect(row?.s).toMatch(/^\d+$/);
-      // The query runs for a while; the loop never stalls for more than a small fraction of it.
+      // A query on the main thread would let no timer fire until it returned. Counting ticks
+      // rather than timing gaps keeps this true on a loaded machine (no timing targets in tests).
       expect(queryMs).toBeGreaterThan(100);
-      expect(worstGap).toBeLessThan(100);
+      expect(ticks).toBeGreaterThanOrEqual(3);
     } finally {
       await store.close();
     }

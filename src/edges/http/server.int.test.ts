@@ -40,10 +40,15 @@ describe('http server', () => {
     const gate = new Promise<void>((r) => {
       release = r;
     });
+    let entered: () => void = () => {};
+    const inHandler = new Promise<void>((r) => {
+      entered = r;
+    });
     const slowRole: Role = {
       name: 'gateway',
       http: (app) => {
         app.get('/slow', async () => {
+          entered();
           await gate;
           return { done: true };
         });
@@ -58,7 +63,8 @@ describe('http server', () => {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = app.server.address() as { port: number };
     const inFlight = fetch(`http://127.0.0.1:${port}/slow`);
-    await new Promise((r) => setTimeout(r, 100));
+    // The request is in flight once its handler runs; only then does the close begin.
+    await inHandler;
     const closing = app.close();
     await new Promise((r) => setTimeout(r, 50));
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
