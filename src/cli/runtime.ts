@@ -4,9 +4,10 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { type Config, decodeMasterKey, loadConfig, redactUrl } from '../config/config.js';
 import { type EmbeddedPostgresHandle, startEmbeddedPostgres } from '../events/postgres/embedded.js';
+import { PostgresEventStore } from '../events/postgres/event-store.js';
 import { migratePostgres } from '../events/postgres/migrate.js';
 import { createPool, type Pool } from '../events/postgres/pool.js';
-import { describeError } from '../lib/errors.js';
+import { describeError, ServiceError } from '../lib/errors.js';
 import { CliError } from './output.js';
 
 /** The secrets a data dir generates for itself on first start (file mode 0600). */
@@ -101,4 +102,36 @@ export const openDatabase = async (
     throw new CliError(`cannot use PostgreSQL at ${redactUrl(url)}: ${describeError(err)}`);
   }
   return { url, pool, embedded, close };
+};
+
+export interface StoreContext {
+  config: Config;
+  secrets: Secrets;
+  db: Database;
+  store: PostgresEventStore;
+}
+
+const describeServiceError = (err: ServiceError) => `${err.message}${err.param ? ` (${err.param})` : ''}`;
+
+/**
+ * Opens the deployment's database and event store for one CLI command and closes them after; a
+ * broken rule (ServiceError) becomes the one-line CLI failure.
+ */
+export const withEventStore = async <T>(
+  fn: (ctx: StoreContext) => Promise<T>,
+  options: { describe?: (err: ServiceError) => string } = {},
+): Promise<T> => {
+  const config = readConfig();
+  const secrets = await loadSecrets(config);
+  const db = await openDatabase(config);
+  const store = new PostgresEventStore(db.pool, db.url);
+  try {
+    return await fn({ config, secrets, db, store });
+  } catch (err) {
+    if (err instanceof ServiceError) throw new CliError((options.describe ?? describeServiceError)(err));
+    throw err;
+  } finally {
+    await store.close();
+    await db.close();
+  }
 };

@@ -7,10 +7,16 @@ export interface SnapshotSource<T> {
   load(): Promise<T>;
 }
 
-export interface SnapshotCacheOptions {
+export interface SnapshotCacheOptions<T> {
+  /** Revision poll when nothing was appended lately (default 500 ms). */
   pollMs?: number;
+  /** Poll after an append notification, until `eagerWindowMs` has passed (default 25 ms). */
   eagerPollMs?: number;
+  /** How long after a notification to poll eagerly: the projector applies within it (default 1 s). */
   eagerWindowMs?: number;
+  /** Served by current() before the first load (default: current() throws until started). */
+  initial?: T;
+  onReload?: (snapshot: T) => void;
   onError?: (err: unknown) => void;
 }
 
@@ -20,7 +26,7 @@ export interface SnapshotCacheOptions {
  * within it); the plain poll covers a lost notification. The snapshot is swapped whole.
  */
 export class SnapshotCache<T> {
-  private value: T | null = null;
+  private value: T | null;
   private revisionSeen = Number.NaN;
   private readonly waker = new Waker();
   private readonly listener: NotificationListener;
@@ -31,8 +37,9 @@ export class SnapshotCache<T> {
   constructor(
     private readonly source: SnapshotSource<T>,
     connectionString: string,
-    private readonly options: SnapshotCacheOptions = {},
+    private readonly options: SnapshotCacheOptions<T> = {},
   ) {
+    this.value = options.initial ?? null;
     this.listener = new NotificationListener(connectionString, NOTIFY_CHANNEL, () => {
       this.eagerUntil = Date.now() + (this.options.eagerWindowMs ?? 1_000);
       this.waker.notify();
@@ -54,8 +61,10 @@ export class SnapshotCache<T> {
   async refresh(force = false): Promise<boolean> {
     const revision = await this.source.revision();
     if (!force && revision === this.revisionSeen) return false;
-    this.value = await this.source.load();
+    const value = await this.source.load();
+    this.value = value;
     this.revisionSeen = revision;
+    this.options.onReload?.(value);
     return true;
   }
 

@@ -1,30 +1,13 @@
 import type { Command } from 'commander';
-import { PostgresEventStore } from '../../events/postgres/event-store.js';
-import { ServiceError } from '../../lib/errors.js';
 import { makeAuth } from '../../roles/auth.js';
 import { CliError, emit } from '../output.js';
-import { loadSecrets, openDatabase, readConfig } from '../runtime.js';
+import { withEventStore } from '../runtime.js';
 import { parseTtl } from './tenancy.js';
 
 type Auth = ReturnType<typeof makeAuth>;
 
-/** Opens the deployment's database and runs `fn` with the auth service; ServiceErrors become one line. */
-const withAuth = async <T>(fn: (auth: Auth) => Promise<T>): Promise<T> => {
-  const config = readConfig();
-  const secrets = await loadSecrets(config);
-  const db = await openDatabase(config);
-  const store = new PostgresEventStore(db.pool, db.url);
-  try {
-    return await fn(makeAuth(store, db.pool, secrets.masterKey));
-  } catch (err) {
-    if (err instanceof ServiceError)
-      throw new CliError(`${err.message}${err.param ? ` (${err.param})` : ''}`);
-    throw err;
-  } finally {
-    await store.close();
-    await db.close();
-  }
-};
+const withAuth = <T>(fn: (auth: Auth) => Promise<T>): Promise<T> =>
+  withEventStore(({ store, db, secrets }) => fn(makeAuth(store, db.pool, secrets.masterKey)));
 
 const positiveInteger = (value: string, flag: string): number => {
   if (!/^\d+$/.test(value.trim()) || Number(value) < 1)

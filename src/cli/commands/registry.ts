@@ -19,15 +19,14 @@ import {
   upsertEndpoint,
 } from '../../commands/registry/handler.js';
 import type { ImportSummary } from '../../commands/registry/import.js';
-import { PostgresEventStore } from '../../events/postgres/event-store.js';
+import type { PostgresEventStore } from '../../events/postgres/event-store.js';
 import { MODALITIES, type Modality } from '../../gateway/pricing/index.js';
-import { ServiceError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { tryParseUsd } from '../../lib/money.js';
 import { catchUpRegistry, listEndpoints, sharedFactsFrom } from '../../projections/registry/queries.js';
 import { CliError, emit, table } from '../output.js';
 import { progress } from '../progress.js';
-import { type Database, openDatabase, readConfig } from '../runtime.js';
+import { type Database, withEventStore } from '../runtime.js';
 
 const context = (): CommandContext => ({
   commandId: newId('cmd'),
@@ -53,19 +52,8 @@ const laneOf = (lane: string | undefined, adapter: Adapter): string => {
 };
 
 /** Broken rules from the decider become the one-line CLI failure, code first. */
-const withDatabase = async <T>(fn: (db: Database, store: PostgresEventStore) => Promise<T>): Promise<T> => {
-  const db = await openDatabase(readConfig());
-  const store = new PostgresEventStore(db.pool, db.url);
-  try {
-    return await fn(db, store);
-  } catch (err) {
-    if (err instanceof ServiceError) throw new CliError(`${err.code}: ${err.message}`);
-    throw err;
-  } finally {
-    await store.close();
-    await db.close();
-  }
-};
+const withDatabase = <T>(fn: (db: Database, store: PostgresEventStore) => Promise<T>): Promise<T> =>
+  withEventStore(({ db, store }) => fn(db, store), { describe: (err) => `${err.code}: ${err.message}` });
 
 const readText = async (path: string, what: string): Promise<string> => {
   try {

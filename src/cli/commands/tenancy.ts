@@ -1,33 +1,16 @@
 import type { Command } from 'commander';
 import type { ControlPlane } from '../../commands/control-plane/service.js';
-import { PostgresEventStore } from '../../events/postgres/event-store.js';
-import { ServiceError } from '../../lib/errors.js';
 import { withOwnPool } from '../../providers/azure/client.js';
 import { type CredentialRef, discoverDeployments } from '../../providers/azure/discover.js';
 import { formatDiscovery } from '../../providers/azure/report.js';
 import { makeControlPlane } from '../../roles/control-plane.js';
 import { CliError, emit } from '../output.js';
-import { loadSecrets, openDatabase, readConfig } from '../runtime.js';
+import { withEventStore } from '../runtime.js';
 
 const cli = { id: 'cli' };
 
-/** Opens the deployment's database and runs `fn` with a control plane; ServiceErrors become one line. */
-const withControlPlane = async <T>(fn: (cp: ControlPlane) => Promise<T>): Promise<T> => {
-  const config = readConfig();
-  const secrets = await loadSecrets(config);
-  const db = await openDatabase(config);
-  const store = new PostgresEventStore(db.pool, db.url);
-  try {
-    return await fn(makeControlPlane(store, db.pool, secrets.masterKey));
-  } catch (err) {
-    if (err instanceof ServiceError)
-      throw new CliError(`${err.message}${err.param ? ` (${err.param})` : ''}`);
-    throw err;
-  } finally {
-    await store.close();
-    await db.close();
-  }
-};
+const withControlPlane = <T>(fn: (cp: ControlPlane) => Promise<T>): Promise<T> =>
+  withEventStore(({ store, db, secrets }) => fn(makeControlPlane(store, db.pool, secrets.masterKey)));
 
 const parseJsonOption = (value: string | undefined, flag: string): unknown => {
   if (value === undefined) return undefined;
