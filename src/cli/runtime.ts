@@ -89,7 +89,8 @@ export const openDatabase = async (
     }
     url = embedded.url;
   }
-  const pool = createPool(url, { max: options.poolSize ?? 10, application: options.application ?? 'svc' });
+  // One-shot CLI commands need few connections; test runs start many of them beside servers.
+  const pool = createPool(url, { max: options.poolSize ?? 4, application: options.application ?? 'svc' });
   const close = async () => {
     await pool.end().catch(() => {});
     await embedded?.stop();

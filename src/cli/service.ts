@@ -57,7 +57,7 @@ export const startService = async (
   const secrets = await loadSecrets(config);
   const database = await openDatabase(config, {
     application: 'svc-serve',
-    poolSize: 20,
+    poolSize: 12,
     onLog: (line) => logger.debug({ postgres: String(line).trim() }),
   });
   const metrics = new Registry();

@@ -1,28 +1,27 @@
 import pg from 'pg';
 
 /**
- * A LISTEN connection that calls `onNotify` for each notification on `channel` and reconnects
- * lazily after a loss. Callers keep polling as a fallback: a notification can be missed while the
- * connection is down, never an event.
+ * One LISTEN connection per (database, channel) in a process, shared by every listener on it: the
+ * projectors, the snapshot caches and the subscriptions of a `svc serve` would otherwise hold a
+ * connection each. It reconnects lazily after a loss; callers keep polling as a fallback, so a
+ * notification can be missed while the connection is down, never an event.
  */
-export class NotificationListener {
+class Hub {
   private client: pg.Client | null = null;
   private connecting: Promise<void> | null = null;
-  private closed = false;
+  readonly listeners = new Set<(payload: string | undefined) => void>();
 
   constructor(
     private readonly connectionString: string,
     private readonly channel: string,
-    private readonly onNotify: (payload: string | undefined) => void,
   ) {}
 
   get connected(): boolean {
     return this.client !== null;
   }
 
-  /** Connects if not connected; never throws (the caller's poll covers a failure). */
   ensure(): Promise<void> {
-    if (this.closed || this.client) return Promise.resolve();
+    if (this.client || this.listeners.size === 0) return Promise.resolve();
     this.connecting ??= this.connect().finally(() => {
       this.connecting = null;
     });
@@ -31,31 +30,69 @@ export class NotificationListener {
 
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: 5_000 });
-    client.on('error', () => {
+    const lost = () => {
       if (this.client === client) this.client = null;
-    });
-    client.on('end', () => {
-      if (this.client === client) this.client = null;
-    });
+    };
+    client.on('error', lost);
+    client.on('end', lost);
     client.on('notification', (msg) => {
-      if (msg.channel === this.channel) this.onNotify(msg.payload);
+      if (msg.channel !== this.channel) return;
+      for (const listener of this.listeners) listener(msg.payload);
     });
     try {
       await client.connect();
       await client.query(`LISTEN ${client.escapeIdentifier(this.channel)}`);
-      if (this.closed) await client.end();
+      if (this.listeners.size === 0) await client.end();
       else this.client = client;
     } catch {
       await client.end().catch(() => {});
     }
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
+  async release(): Promise<void> {
+    if (this.listeners.size > 0) return;
     await this.connecting;
     const c = this.client;
     this.client = null;
     await c?.end().catch(() => {});
+  }
+}
+
+const hubs = new Map<string, Hub>();
+
+export class NotificationListener {
+  private readonly hub: Hub;
+  private readonly key: string;
+  private closed = false;
+  private readonly deliver: (payload: string | undefined) => void;
+
+  constructor(connectionString: string, channel: string, onNotify: (payload: string | undefined) => void) {
+    this.key = `${channel}\u0000${connectionString}`;
+    let hub = hubs.get(this.key);
+    if (!hub) {
+      hub = new Hub(connectionString, channel);
+      hubs.set(this.key, hub);
+    }
+    this.hub = hub;
+    this.deliver = (payload) => onNotify(payload);
+    hub.listeners.add(this.deliver);
+  }
+
+  get connected(): boolean {
+    return this.hub.connected;
+  }
+
+  /** Connects if not connected; never throws (the caller's poll covers a failure). */
+  ensure(): Promise<void> {
+    return this.closed ? Promise.resolve() : this.hub.ensure();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.hub.listeners.delete(this.deliver);
+    if (this.hub.listeners.size === 0 && hubs.get(this.key) === this.hub) hubs.delete(this.key);
+    await this.hub.release();
   }
 }
 
