@@ -1,9 +1,16 @@
+import type { ServiceError } from '../lib/errors.js';
+import type { AttemptFailure, AttemptTarget } from '../providers/provider.js';
+import type { RegistryEndpoint } from './registry/snapshot.js';
+
 /**
  * The internal contract of the request path (ARCHITECTURE.md "The request path"; issue 6). Every
  * edge translates its dialect into a CanonicalRequest; every provider adapter translates out of it
  * and back into a CanonicalReply or a stream of CanonicalChunks; the edge renders those in the
  * caller's dialect. The shapes follow the primary dialect's chat-completions wire, which is the
  * richest common ground, with the inbound JSON kept for pass-through of fields we do not read.
+ * Fields only the messages-style wire can express (reasoning blocks, cache tiers, the raw alternate
+ * body) ride along as provider-internal fields that the primary renderer never shows (SPEC 4.1
+ * rule 7).
  */
 
 export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
@@ -58,6 +65,20 @@ export type Route =
   | '/v1/embeddings'
   | '/v1/responses';
 
+/**
+ * SPEC 4.2 rule 8: what only the alternate dialect can say, kept so a messages-style target can
+ * rebuild its body from the inbound JSON (thinking, per-block cache_control, block-array system,
+ * reasoning history) instead of from the lossy translation.
+ */
+export interface PreservationEnvelope {
+  /** The inbound alternate JSON exactly as parsed once at the edge. */
+  raw: Record<string, unknown>;
+  /** The alt-beta header value as received; forwarded to messages-style upstreams only. */
+  beta: string | null;
+  /** Extended thinking asked for: the route is pinned to messages-style endpoints. */
+  thinking: boolean;
+}
+
 export interface CanonicalRequest {
   operation: Operation;
   route: Route;
@@ -76,8 +97,13 @@ export interface CanonicalRequest {
   responseFormat?: Record<string, unknown>;
   n?: unknown;
   endUserId?: string;
-  /** The inbound JSON as parsed once at the edge: pass-through for reference-shaped upstreams. */
+  /**
+   * The primary-shaped body as parsed once at the edge (the alternate edge's translation of its
+   * inbound JSON): pass-through for reference-shaped upstreams.
+   */
   raw: Record<string, unknown>;
+  /** Present only for requests that came through the alternate edge. */
+  preserved?: PreservationEnvelope;
 }
 
 export interface Usage {
@@ -90,7 +116,30 @@ export interface Usage {
     cache_write_tokens?: number;
   };
   completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number | null };
+  /** Provider-internal: messages-style counters with no primary-dialect field (never rendered there). */
+  breakdown?: UsageBreakdown;
 }
+
+export interface UsageBreakdown {
+  /** Cache-write tokens per cache lifetime. */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
+  /** Server-side tool calls the upstream ran and bills per call. */
+  server_tool_use?: { web_search_requests: number; web_fetch_requests: number };
+}
+
+/** One content block of a messages-style reply, in upstream order (SPEC 4.2 rules 3 and 6). */
+export type ReplyBlock =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown };
+
+/** Block boundaries of a messages-style stream, so the alternate edge can rebuild its blocks. */
+export type BlockEvent =
+  | { type: 'text_start' }
+  | { type: 'thinking_start' }
+  | { type: 'thinking_stop' }
+  | { type: 'redacted_thinking'; data: string };
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call' | string;
 
@@ -104,6 +153,11 @@ export interface CanonicalReply {
   usage: Usage | null;
   /** A reference-shaped upstream's own JSON: the primary edge relays it with id and model rewritten. */
   raw?: Record<string, unknown>;
+  /** Provider-internal: the upstream's content blocks in order, when it had blocks. */
+  blocks?: ReplyBlock[];
+  /** The stop sequence that ended the turn, when one did. */
+  stopSequence?: string | null;
+  serviceTier?: string;
 }
 
 /** One streamed delta, in the shape of a chat.completion.chunk choice plus an optional usage. */
@@ -121,7 +175,29 @@ export interface CanonicalChunk {
     }[];
   };
   finishReason?: FinishReason | null;
+  /** Terminal usage: authoritative for the whole reply. */
   usage?: Usage | null;
   /** A reference-shaped upstream's own chunk: the primary edge relays it with id and model rewritten. */
   raw?: Record<string, unknown>;
+  /** Provider-internal: a block boundary (never rendered on the primary dialect). */
+  block?: BlockEvent;
+  /** Provider-internal: input-side usage known when the upstream opened its message. */
+  openingUsage?: Usage;
+  stopSequence?: string | null;
+  serviceTier?: string;
 }
+
+/**
+ * Token counting a provider can answer itself (SPEC 4.2 rule 9). It belongs beside ProviderAdapter;
+ * it lives here until the provider port grows it.
+ */
+export type CountOutcome = { ok: true; inputTokens: number } | { ok: false; failure: AttemptFailure };
+export interface TokenCounter {
+  countTokens(request: CanonicalRequest, target: AttemptTarget): Promise<CountOutcome>;
+}
+
+export const countsTokens = <T extends object>(adapter: T): adapter is T & TokenCounter =>
+  typeof (adapter as { countTokens?: unknown }).countTokens === 'function';
+
+/** The candidates a request may go to after route-level rules, or why none may (decided before any attempt). */
+export type RouteVerdict = { ok: true; candidates: RegistryEndpoint[] } | { ok: false; error: ServiceError };

@@ -9,6 +9,7 @@ import { RateLimiter } from '../gateway/rate-limit.js';
 import { RegistrySnapshotCache } from '../gateway/registry/index.js';
 import { SnapshotCache } from '../gateway/snapshot-cache.js';
 import { tenancySource } from '../gateway/tenancy.js';
+import { anthropicAdapter } from '../providers/anthropic/adapter.js';
 import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
 import { bedrockAdapter, bedrockGovAdapter } from '../providers/bedrock/adapter.js';
 import { openAiAdapter } from '../providers/openai/adapter.js';
@@ -18,6 +19,7 @@ import type { Role, RoleContext } from './role.js';
 /** Adapters by registry adapter id; adding a provider touches this map only (STYLE.md rule 7). */
 export const ADAPTERS: ReadonlyMap<Adapter, ProviderAdapter> = new Map<Adapter, ProviderAdapter>([
   ['openai', openAiAdapter],
+  ['anthropic', anthropicAdapter],
   ['azure', azureAdapter],
   ['azure-gov', azureGovAdapter],
   ['bedrock', bedrockAdapter],

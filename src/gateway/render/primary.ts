@@ -9,6 +9,23 @@ export interface ReplyIdentity {
   requestId?: string;
 }
 
+/** Usage without the provider-internal breakdown (SPEC 4.1 rule 7). */
+export const primaryUsage = (usage: Usage | null | undefined): Usage | null => {
+  if (!usage) return null;
+  const { breakdown: _internal, ...shown } = usage;
+  return shown;
+};
+
+/**
+ * Finish reasons only a messages-style upstream reports, in the primary dialect's vocabulary (the
+ * canonical reply keeps them so the alternate edge can render them exactly).
+ */
+const primaryFinish = (reason: string | null | undefined): string | null => {
+  if (reason === 'refusal') return 'content_filter';
+  if (reason === 'pause_turn') return 'stop';
+  return reason ?? null;
+};
+
 /** A buffered chat.completion in the primary dialect; a reference-shaped upstream's JSON is relayed. */
 export const renderPrimaryReply = (reply: CanonicalReply, who: ReplyIdentity): Record<string, unknown> => {
   if (reply.raw)
@@ -19,9 +36,14 @@ export const renderPrimaryReply = (reply: CanonicalReply, who: ReplyIdentity): R
     created: who.created,
     model: who.model,
     choices: [
-      { index: 0, message: reply.message, logprobs: null, finish_reason: reply.finishReason ?? 'stop' },
+      {
+        index: 0,
+        message: reply.message,
+        logprobs: null,
+        finish_reason: primaryFinish(reply.finishReason) ?? 'stop',
+      },
     ],
-    usage: reply.usage,
+    usage: primaryUsage(reply.usage),
   };
 };
 
@@ -45,8 +67,11 @@ export const renderPrimaryChunk = (
     if (!withUsage) delete out.usage;
     return out;
   }
-  const usage: Usage | null | undefined = chunk.usage;
-  const usageOnly = usage && !chunk.finishReason && Object.keys(chunk.delta).length === 0;
+  const usage = primaryUsage(chunk.usage);
+  const emptyDelta = Object.keys(chunk.delta).length === 0;
+  // A block boundary or an opening usage alone has no primary-dialect representation.
+  if (emptyDelta && !usage && !chunk.finishReason) return null;
+  const usageOnly = usage && !chunk.finishReason && emptyDelta;
   if (usageOnly) {
     // The terminal usage chunk of the primary dialect: no choices, only when the caller asked.
     return withUsage
@@ -65,7 +90,9 @@ export const renderPrimaryChunk = (
     object: 'chat.completion.chunk',
     created: who.created,
     model: who.model,
-    choices: [{ index: 0, delta: chunk.delta, logprobs: null, finish_reason: chunk.finishReason ?? null }],
+    choices: [
+      { index: 0, delta: chunk.delta, logprobs: null, finish_reason: primaryFinish(chunk.finishReason) },
+    ],
     ...(withUsage && usage ? { usage } : {}),
   };
 };

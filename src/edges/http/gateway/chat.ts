@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CanonicalRequest, ChatMessage } from '../../../gateway/contract.js';
+import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../../gateway/contract.js';
 import { ServiceError } from '../../../lib/errors.js';
+import { routeRules } from '../../../providers/anthropic/route.js';
 import { primaryDialect } from './dialect.js';
 import { type GatewayDeps, serveCompletion } from './serve.js';
 
@@ -33,6 +34,8 @@ export const parseChatBody = (body: unknown): CanonicalRequest => {
     throw new ServiceError('invalid_request_error', 'stream must be a boolean', { param: 'stream' });
   }
   const streamOptions = raw.stream_options as { include_usage?: unknown } | undefined;
+  const stop = typeof raw.stop === 'string' ? [raw.stop] : Array.isArray(raw.stop) ? raw.stop : undefined;
+  const format = raw.response_format;
   return {
     operation: 'chat',
     route: '/v1/chat/completions',
@@ -48,6 +51,15 @@ export const parseChatBody = (body: unknown): CanonicalRequest => {
     ...(typeof raw.temperature === 'number' ? { temperature: raw.temperature } : {}),
     ...(typeof raw.top_p === 'number' ? { topP: raw.top_p } : {}),
     ...(raw.tools !== undefined ? { tools: raw.tools } : {}),
+    // Read for translation to other wires only; reference-shaped upstreams get `raw` as it came.
+    ...(raw.tool_choice !== undefined && raw.tool_choice !== null
+      ? { toolChoice: raw.tool_choice as ToolChoice }
+      : {}),
+    ...(typeof raw.parallel_tool_calls === 'boolean' ? { parallelToolCalls: raw.parallel_tool_calls } : {}),
+    ...(stop ? { stop: stop.filter((x): x is string => typeof x === 'string') } : {}),
+    ...(format && typeof format === 'object' && !Array.isArray(format)
+      ? { responseFormat: format as Record<string, unknown> }
+      : {}),
     ...(raw.n !== undefined ? { n: raw.n } : {}),
     ...(typeof raw.user === 'string' ? { endUserId: raw.user } : {}),
     raw,
@@ -59,13 +71,16 @@ export const registerChatRoute = (v1: FastifyInstance, deps: GatewayDeps): void 
   v1.post(
     '/chat/completions',
     { bodyLimit: deps.bodyLimit },
-    async (request: FastifyRequest, reply: FastifyReply) =>
-      serveCompletion(request, reply, deps, {
-        canonical: parseChatBody(request.body),
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const canonical = parseChatBody(request.body);
+      return serveCompletion(request, reply, deps, {
+        canonical,
         dialect: primaryDialect,
         capability: 'chat',
         operation: 'chat completions',
         requestBytes: Number(request.headers['content-length'] ?? 0),
-      }),
+        route: (candidates) => routeRules(canonical, candidates),
+      });
+    },
   );
 };

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiKeyCache, ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
-import { renderAltError, renderPrimaryError, ServiceError } from '../../../lib/errors.js';
+import { renderAltErrorEnvelope } from '../../../gateway/render/alt.js';
+import { renderPrimaryError, ServiceError } from '../../../lib/errors.js';
+import { registerAltRoutes } from '../alt/routes.js';
 import { authenticateApiKey } from './auth.js';
 import { registerChatRoute } from './chat.js';
 import { registerModelRoutes } from './models.js';
@@ -115,13 +117,13 @@ export const registerGatewayRoutes = async (
       alt.setErrorHandler((err, request, reply) => {
         const e = toServiceError(err);
         if (e.status >= 500) request.log.error({ err }, 'gateway error');
-        return reply.code(e.status).send(renderAltError(e));
+        return reply.code(e.status).send(renderAltErrorEnvelope(e));
       });
       alt.setNotFoundHandler((request, reply) =>
         reply
           .code(404)
           .send(
-            renderAltError(
+            renderAltErrorEnvelope(
               new ServiceError('not_found', `unknown route ${request.method} ${request.url.split('?')[0]}`),
             ),
           ),
@@ -130,8 +132,7 @@ export const registerGatewayRoutes = async (
         if (request.is404) return;
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: true });
       });
-      alt.post('/v1/messages', async () => notBuilt('POST /alt/v1/messages'));
-      alt.post('/v1/messages/count_tokens', async () => notBuilt('POST /alt/v1/messages/count_tokens'));
+      registerAltRoutes(alt, chat);
     },
     { prefix: '/alt' },
   );

@@ -2,13 +2,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Adapter, Capability } from '../../../commands/registry/events.js';
 import type { ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
 import type { CompletedRequest, CompletionSink } from '../../../gateway/completed.js';
-import type { CanonicalChunk, CanonicalRequest, Usage } from '../../../gateway/contract.js';
+import type { CanonicalChunk, CanonicalRequest, RouteVerdict, Usage } from '../../../gateway/contract.js';
 import type { EscrowPort } from '../../../gateway/escrow.js';
-import { estimatedUsage, pricingUsageOf } from '../../../gateway/metering.js';
+import { estimatedUsage, observedUsage, pricingUsageOf } from '../../../gateway/metering.js';
 import { type PipelineBudget, runAttempts } from '../../../gateway/pipeline.js';
 import { escrowEstimate, priceUsage } from '../../../gateway/pricing/index.js';
 import type { RateLimiter } from '../../../gateway/rate-limit.js';
-import type { RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
+import type { RegistryEndpoint, RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
 import { failureError } from '../../../gateway/render/failures.js';
 import { selectCandidates } from '../../../gateway/selector.js';
 import type { TenancySnapshot } from '../../../gateway/tenancy.js';
@@ -60,27 +60,36 @@ const tracingOf = (
   return { full: false, source: 'none' };
 };
 
+/** Rules decided once for the whole route, before escrow and before any attempt (SPEC 4.1 rules 6, 8). */
+export type RouteRule = (candidates: readonly RegistryEndpoint[]) => RouteVerdict;
+
+/** One admitted request: its id, its record, and how it ends. */
+export interface RequestScope {
+  requestId: string;
+  startedAt: Date;
+  key: ApiKeyIdentity;
+  tenancy: TenancySnapshot;
+  registry: RegistrySnapshot;
+  completed: CompletedRequest;
+  /** Records the outcome and hands request.completed off after the reply. */
+  finish(status: number, error?: ServiceError, responseBody?: Buffer | null): void;
+  /** Finishes with an error rendered in the edge's dialect. */
+  fail(error: ServiceError): FastifyReply;
+}
+
 /**
- * The request path after an edge parsed its dialect (issue 6): request id, rate limit, selection,
- * the attempt pipeline, the reply or stream rendered in the caller's dialect, metering, and the
- * request.completed hand-off after the reply. Every edge of every dialect runs through here.
+ * The opening of every request of every edge: the request id (from here on every answer carries it,
+ * SPEC 7.4), tracing, the request.completed record and how the request finishes.
  */
-export const serveCompletion = async (
+export const openRequest = (
   request: FastifyRequest,
   reply: FastifyReply,
   deps: GatewayDeps,
-  options: {
-    canonical: CanonicalRequest;
-    dialect: Dialect;
-    capability: Capability;
-    operation: string;
-    requestBytes: number;
-  },
-): Promise<FastifyReply> => {
+  options: { canonical: CanonicalRequest; dialect: Dialect; requestBytes: number },
+): RequestScope => {
   const { canonical, dialect } = options;
   const startedAt = new Date();
   const key = request.apiKey!;
-  // From here on every answer carries the request id (SPEC 7.4).
   const requestId = newId('req');
   reply.header(REQUEST_ID_HEADER, requestId);
   const tenancy = deps.tenancy();
@@ -119,9 +128,10 @@ export const serveCompletion = async (
       completed.errorCode = error.displayCode ?? error.code;
       completed.errorType = ERROR_CATALOGUE[error.code].primaryType;
     }
+    // The body the caller sent: the alternate edge's inbound JSON, not its translation.
     if (tracing.full)
       completed.bodies = {
-        request: Buffer.from(JSON.stringify(canonical.raw)),
+        request: Buffer.from(JSON.stringify(canonical.preserved?.raw ?? canonical.raw)),
         response: responseBody ?? null,
       };
     const seconds = (completed.finishedAt.getTime() - startedAt.getTime()) / 1_000;
@@ -139,23 +149,62 @@ export const serveCompletion = async (
     finish(error.status, error);
     return reply.code(error.status).send(dialect.error(error, requestId));
   };
+  return { requestId, startedAt, key, tenancy, registry: deps.registry(), completed, finish, fail };
+};
 
-  const wait = deps.rateLimiter.take(key.apiKeyId);
+/** Rate limit, selection with capability gating, then the route-level rules. */
+export const admit = (
+  scope: RequestScope,
+  reply: FastifyReply,
+  deps: GatewayDeps,
+  options: { model: string; capability: Capability; operation: string; route?: RouteRule },
+): { ok: true; candidates: RegistryEndpoint[] } | { ok: false; reply: FastifyReply } => {
+  const wait = deps.rateLimiter.take(scope.key.apiKeyId);
   if (wait !== null) {
     reply.header('retry-after', String(wait));
-    return fail(
-      new ServiceError('rate_limit_error', `rate limit exceeded for this API key; retry in ${wait} s`),
-    );
+    return {
+      ok: false,
+      reply: scope.fail(
+        new ServiceError('rate_limit_error', `rate limit exceeded for this API key; retry in ${wait} s`),
+      ),
+    };
   }
-
-  const registry = deps.registry();
-  const selected = selectCandidates(registry, canonical.model, {
+  const selected = selectCandidates(scope.registry, options.model, {
     capability: options.capability,
-    disallow: tenancy.org(key.orgId)?.disallow ?? new Set(),
+    disallow: scope.tenancy.org(scope.key.orgId)?.disallow ?? new Set(),
     operation: options.operation,
-    atMs: startedAt.getTime(),
+    atMs: scope.startedAt.getTime(),
   });
-  if (!selected.ok) return fail(selected.error);
+  if (!selected.ok) return { ok: false, reply: scope.fail(selected.error) };
+  const verdict = options.route ? options.route(selected.candidates) : selected;
+  if (!verdict.ok) return { ok: false, reply: scope.fail(verdict.error) };
+  return { ok: true, candidates: verdict.candidates };
+};
+
+/**
+ * The request path after an edge parsed its dialect (issue 6): request id, rate limit, selection,
+ * the attempt pipeline, the reply or stream rendered in the caller's dialect, metering, and the
+ * request.completed hand-off after the reply. Every edge of every dialect runs through here.
+ */
+export const serveCompletion = async (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: GatewayDeps,
+  options: {
+    canonical: CanonicalRequest;
+    dialect: Dialect;
+    capability: Capability;
+    operation: string;
+    requestBytes: number;
+    route?: RouteRule;
+  },
+): Promise<FastifyReply> => {
+  const { canonical, dialect } = options;
+  const scope = openRequest(request, reply, deps, options);
+  const { requestId, startedAt, key, tenancy, registry, completed, finish, fail } = scope;
+  const tracing = completed.tracing;
+  const selected = admit(scope, reply, deps, { ...options, model: canonical.model });
+  if (!selected.ok) return selected.reply;
 
   // Wallet-funded candidates hold the largest of their estimates before any upstream call.
   let hold: Usd | null = null;
@@ -243,7 +292,10 @@ export const serveCompletion = async (
     reply.raw.off('close', onClose);
     countTools(result.reply.message.tool_calls, completed.toolSummary);
     completed.usageEstimated = result.reply.usage === null;
-    price(result.reply.usage ?? estimatedUsage(options.requestBytes, ''), result.reply.raw?.service_tier);
+    price(
+      result.reply.usage ?? estimatedUsage(options.requestBytes, ''),
+      result.reply.serviceTier ?? result.reply.raw?.service_tier,
+    );
     const text = JSON.stringify(dialect.reply(result.reply, identity));
     completed.ttfbMs = Date.now() - startedAt.getTime();
     finish(200, undefined, tracing.full ? Buffer.from(text) : null);
@@ -269,17 +321,24 @@ export const serveCompletion = async (
     }
   };
   let usage: Usage | null = null;
+  let opening: Usage | null = null;
   let serviceTier: unknown;
+  // Everything the client was sent, for pricing a stream that ended without its usage report.
   let text = '';
   const toolCalls = new Map<number, string>();
   let streamError: ServiceError | undefined;
   const relay = async (chunk: CanonicalChunk) => {
     if (completed.ttfbMs === null) completed.ttfbMs = Date.now() - startedAt.getTime();
     if (chunk.usage) usage = chunk.usage;
+    if (chunk.openingUsage) opening = chunk.openingUsage;
     if (chunk.raw?.service_tier !== undefined) serviceTier = chunk.raw.service_tier;
+    if (chunk.serviceTier !== undefined) serviceTier = chunk.serviceTier;
     if (chunk.delta.content) text += chunk.delta.content;
-    for (const t of chunk.delta.tool_calls ?? [])
+    if (chunk.delta.reasoning_content) text += chunk.delta.reasoning_content;
+    for (const t of chunk.delta.tool_calls ?? []) {
       if (t.function?.name) toolCalls.set(t.index, t.function.name);
+      if (t.function?.arguments) text += t.function.arguments;
+    }
     await write(renderer.chunk(chunk));
   };
   try {
@@ -305,7 +364,7 @@ export const serveCompletion = async (
   if (!res.destroyed) res.end();
   for (const name of toolCalls.values()) completed.toolSummary[name] = (completed.toolSummary[name] ?? 0) + 1;
   completed.usageEstimated = usage === null;
-  price(usage ?? estimatedUsage(options.requestBytes, text), serviceTier);
+  price(usage ?? observedUsage(opening, options.requestBytes, text), serviceTier);
   const disconnected = abort.signal.aborted || (res.destroyed && !res.writableFinished);
   finish(disconnected ? 499 : 200, streamError, tracing.full ? Buffer.from(traced.join('')) : null);
   return reply;
