@@ -6,6 +6,7 @@ import { registerDatabaseCommands } from './commands/database.js';
 import { registerRegistryCommands } from './commands/registry.js';
 import { registerServe } from './commands/serve.js';
 import { registerTenancyCommands } from './commands/tenancy.js';
+import { registerWalletCommands } from './commands/wallet.js';
 import { fail } from './output.js';
 
 const program = new Command('svc')
@@ -19,6 +20,7 @@ registerDatabaseCommands(program);
 registerRegistryCommands(program);
 registerCatalogCommands(program);
 registerTenancyCommands(program);
+registerWalletCommands(program);
 registerAuthCommands(program);
 
 try {

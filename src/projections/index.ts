@@ -3,6 +3,7 @@ import { controlPlaneProjection } from './control-plane/projection.js';
 import type { Projection } from './projection.js';
 import { registryProjection } from './registry/projection.js';
 import { streamCatalogProjection } from './streams/projection.js';
+import { walletProjection } from './wallet/projection.js';
 
 /** Every Postgres read model the projector role keeps and `svc replay` can rebuild. */
 export const PROJECTIONS: readonly Projection[] = [
@@ -10,6 +11,7 @@ export const PROJECTIONS: readonly Projection[] = [
   controlPlaneProjection,
   registryProjection,
   authProjection,
+  walletProjection,
 ];
 
 export const findProjection = (name: string): Projection | undefined =>

@@ -6,6 +6,7 @@ import type { Pool } from '../events/postgres/pool.js';
 import { auditRelay } from '../projections/audit-relay/projection.js';
 import { controlPlaneProjection } from '../projections/control-plane/projection.js';
 import { catchUp, ProjectionRunner } from '../projections/runner.js';
+import { walletControlPlane } from '../wallet/role.js';
 import type { Role, RoleContext } from './role.js';
 
 /** The control plane's write side with read-your-writes on its read model. */
@@ -20,14 +21,24 @@ export const controlPlaneRole = (ctx: RoleContext): Role => {
   ctx.health.register('audit-relay', async () => {
     if (relay.lastError) throw relay.lastError;
   });
+  const wallets = walletControlPlane(ctx, cp.reads);
   return {
     name: 'control-plane',
     prepare: () =>
       ctx.apiKeys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') }),
-    http: (app) => registerControlPlaneRoutes(app, cp, ctx.adminToken),
+    http: async (app) => {
+      registerControlPlaneRoutes(app, cp, ctx.adminToken);
+      await wallets.http(app);
+    },
     // The admin token doubles as the internal service token for gRPC callers.
     grpc: (server) => addControlPlaneServices(server, cp, ctx.apiKeys, ctx.adminToken),
-    start: () => relay.start(),
-    stop: () => relay.stop(),
+    start: async () => {
+      relay.start();
+      await wallets.start();
+    },
+    stop: async () => {
+      await wallets.stop();
+      await relay.stop();
+    },
   };
 };

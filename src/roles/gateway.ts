@@ -4,7 +4,6 @@ import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
 import type { GatewayDeps } from '../edges/http/gateway/serve.js';
 import { RequestRecordPublisher } from '../events/envelopes/publish.js';
 import { envelopeOf } from '../gateway/envelope.js';
-import { noEscrow } from '../gateway/escrow.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
 import { RegistrySnapshotCache } from '../gateway/registry/index.js';
 import { SnapshotCache } from '../gateway/snapshot-cache.js';
@@ -14,6 +13,7 @@ import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
 import { bedrockAdapter, bedrockGovAdapter } from '../providers/bedrock/adapter.js';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import type { ProviderAdapter } from '../providers/provider.js';
+import { PostgresEscrow } from '../wallet/escrow.js';
 import type { Role, RoleContext } from './role.js';
 
 /** Adapters by registry adapter id; adding a provider touches this map only (STYLE.md rule 7). */
@@ -91,7 +91,8 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       if (ttfbSeconds !== null) ttfb.observe({ route, stream: String(stream) }, ttfbSeconds);
     },
     bodyLimit: c.SVC_GATEWAY_MAX_REQUEST_BYTES,
-    escrow: noEscrow,
+    // One round trip per hold; never below zero under concurrency (issue 10).
+    escrow: new PostgresEscrow(ctx.pool, c.SVC_WALLET_HOLD_TTL_SECONDS),
   };
   return {
     name: 'gateway',

@@ -1,3 +1,4 @@
+import { WALLET_CATEGORY } from '../../commands/wallet/events.js';
 import type { Bus } from '../../events/bus.js';
 import { subjects } from '../../events/subjects.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
@@ -14,7 +15,7 @@ import { auditRecordOf, isAuditedEvent } from './audit-record.js';
 export const auditRelay = (bus: Bus): Projection => ({
   name: 'audit_relay_control_plane',
   version: 1,
-  categories: [...CONTROL_PLANE_CATEGORIES, ...AUTH_CATEGORIES],
+  categories: [...CONTROL_PLANE_CATEGORIES, ...AUTH_CATEGORIES, WALLET_CATEGORY],
   // Rebuilding re-publishes; the bus deduplicates within its window and the audit sealer by id.
   reset: async () => {},
   apply: async (_client, events) => {

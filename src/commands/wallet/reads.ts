@@ -1,0 +1,195 @@
+import type { Pool } from '../../events/postgres/pool.js';
+import { formatUsd, parseUsd, subUsd, ZERO_USD } from '../../lib/money.js';
+
+/** numeric(38,18) arrives as text with trailing zeros; the API shows the canonical decimal. */
+export const usdText = (value: string | null): string =>
+  formatUsd(value === null ? ZERO_USD : parseUsd(value));
+
+export interface WalletBalance {
+  workspace_id: string;
+  currency: 'USD';
+  balance_usd: string;
+  held_usd: string;
+  available_usd: string;
+  /** False until the first credit: holds answer no_wallet. */
+  funded: boolean;
+}
+
+export interface WalletTransaction {
+  transaction_id: string;
+  workspace_id: string;
+  type: 'topup' | 'grant' | 'refund';
+  amount_usd: string;
+  reason: string | null;
+  idempotency_key: string | null;
+  refund_id: string | null;
+  provider: string | null;
+  payment_intent_id: string | null;
+  provider_event_id: string | null;
+  provider_refund_id: string | null;
+  actor: string;
+  created_at: string;
+}
+
+export interface TopUpRow {
+  topup_id: string;
+  workspace_id: string;
+  provider: string;
+  payment_intent_id: string;
+  amount_usd: string;
+  status: 'pending' | 'settled';
+  created_at: string;
+  settled_at: string | null;
+}
+
+/** One line of the ledger: a credit or refund transaction, or a request charge. */
+export interface LedgerLine {
+  position: number;
+  occurred_at: string;
+  kind: 'topup' | 'grant' | 'refund' | 'charge';
+  id: string;
+  /** Signed: credits positive, refunds and charges negative. */
+  amount_usd: string;
+  actor: string | null;
+  reference: string | null;
+  reason: string | null;
+}
+
+const TRANSACTION_COLUMNS = `transaction_id, workspace_id, type, amount_usd, reason, idempotency_key, refund_id,
+  provider, payment_intent_id, provider_event_id, provider_refund_id, actor, created_at`;
+
+const toTransaction = (r: WalletTransaction & { created_at: Date | string }): WalletTransaction => ({
+  ...r,
+  amount_usd: usdText(r.amount_usd),
+  created_at: new Date(r.created_at).toISOString(),
+});
+
+/** Read side of the wallet (Postgres read model of src/projections/wallet). */
+export class WalletReads {
+  constructor(private readonly pool: Pool) {}
+
+  async balance(workspaceId: string): Promise<WalletBalance> {
+    const { rows } = await this.pool.query<{ balance_usd: string; held_usd: string }>(
+      'SELECT balance_usd, held_usd FROM workspace_wallet_balances WHERE workspace_id = $1',
+      [workspaceId],
+    );
+    const row = rows[0];
+    const balance = parseUsd(row?.balance_usd ?? '0');
+    const held = parseUsd(row?.held_usd ?? '0');
+    return {
+      workspace_id: workspaceId,
+      currency: 'USD',
+      balance_usd: formatUsd(balance),
+      held_usd: formatUsd(held),
+      available_usd: formatUsd(subUsd(balance, held)),
+      funded: row !== undefined,
+    };
+  }
+
+  private async oneTransaction(where: string, values: unknown[]): Promise<WalletTransaction | null> {
+    const { rows } = await this.pool.query<WalletTransaction>(
+      `SELECT ${TRANSACTION_COLUMNS} FROM workspace_wallet_transactions WHERE ${where}`,
+      values,
+    );
+    return rows[0] ? toTransaction(rows[0]) : null;
+  }
+
+  grantByKey(workspaceId: string, idempotencyKey: string) {
+    return this.oneTransaction("workspace_id = $1 AND type = 'grant' AND idempotency_key = $2", [
+      workspaceId,
+      idempotencyKey,
+    ]);
+  }
+
+  refundById(workspaceId: string, refundId: string) {
+    return this.oneTransaction("workspace_id = $1 AND type = 'refund' AND refund_id = $2", [
+      workspaceId,
+      refundId,
+    ]);
+  }
+
+  topUpCredit(provider: string, paymentIntentId: string) {
+    return this.oneTransaction("type = 'topup' AND provider = $1 AND payment_intent_id = $2", [
+      provider,
+      paymentIntentId,
+    ]);
+  }
+
+  async topUpByIntent(provider: string, paymentIntentId: string): Promise<TopUpRow | null> {
+    const { rows } = await this.pool.query<TopUpRow & { created_at: Date; settled_at: Date | null }>(
+      `SELECT topup_id, workspace_id, provider, payment_intent_id, amount_usd, status, created_at, settled_at
+       FROM workspace_wallet_topups WHERE provider = $1 AND payment_intent_id = $2`,
+      [provider, paymentIntentId],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      ...r,
+      amount_usd: usdText(r.amount_usd),
+      created_at: new Date(r.created_at).toISOString(),
+      settled_at: r.settled_at ? new Date(r.settled_at).toISOString() : null,
+    };
+  }
+
+  async refundedOf(paymentIntentId: string): Promise<string> {
+    const { rows } = await this.pool.query<{ total: string | null }>(
+      "SELECT sum(amount_usd) AS total FROM workspace_wallet_transactions WHERE type = 'refund' AND payment_intent_id = $1",
+      [paymentIntentId],
+    );
+    return usdText(rows[0]?.total ?? null);
+  }
+
+  async autoRefill(workspaceId: string) {
+    const { rows } = await this.pool.query<{
+      enabled: boolean;
+      trigger_usd: string;
+      amount_usd: string;
+      updated_by: string;
+      updated_at: Date;
+    }>(
+      'SELECT enabled, trigger_usd, amount_usd, updated_by, updated_at FROM workspace_wallet_auto_refill WHERE workspace_id = $1',
+      [workspaceId],
+    );
+    const r = rows[0];
+    return r
+      ? {
+          enabled: r.enabled,
+          trigger_usd: usdText(r.trigger_usd),
+          amount_usd: usdText(r.amount_usd),
+          updated_by: r.updated_by,
+          updated_at: r.updated_at.toISOString(),
+        }
+      : null;
+  }
+
+  /** Ledger lines after `afterPosition` in ledger order, for streaming exports. */
+  async ledgerPage(workspaceId: string, afterPosition: number, limit: number): Promise<LedgerLine[]> {
+    const { rows } = await this.pool.query<{
+      position: number;
+      occurred_at: Date;
+      kind: LedgerLine['kind'];
+      id: string;
+      amount_usd: string;
+      actor: string | null;
+      reference: string | null;
+      reason: string | null;
+    }>(
+      `(SELECT position, created_at AS occurred_at, type AS kind, transaction_id AS id,
+               CASE WHEN type = 'refund' THEN -amount_usd ELSE amount_usd END AS amount_usd, actor,
+               coalesce(payment_intent_id, idempotency_key) AS reference, reason
+          FROM workspace_wallet_transactions WHERE workspace_id = $1 AND position > $2
+         ORDER BY position LIMIT $3)
+       UNION ALL
+       (SELECT position, settled_at, 'charge', request_id, -charged_usd, NULL, billing_status, NULL
+          FROM workspace_wallet_charges WHERE workspace_id = $1 AND position > $2
+         ORDER BY position LIMIT $3)
+       ORDER BY position LIMIT $3`,
+      [workspaceId, afterPosition, limit],
+    );
+    return rows.map((r) => ({
+      ...r,
+      occurred_at: r.occurred_at.toISOString(),
+      amount_usd: usdText(r.amount_usd),
+    }));
+  }
+}

@@ -1,0 +1,162 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
+import type { WalletService } from '../../../commands/wallet/service.js';
+import { receivePaymentWebhook } from '../../../commands/wallet/webhooks.js';
+import { ServiceError } from '../../../lib/errors.js';
+import {
+  actorOf,
+  authenticate,
+  type Principal,
+  requireAdmin,
+  requireWorkspace,
+} from '../control-plane/auth.js';
+import { parseBody } from '../control-plane/body.js';
+import { ledgerCsv } from './csv.js';
+
+/** Money travels as a decimal string (STYLE.md rule 9); the decider checks sign and form. */
+const amount = z.string().min(1).max(40);
+const refundId = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits, dot, colon, dash or underscore, at most 100');
+
+const grantBody = z.strictObject({
+  amount_usd: amount,
+  reason: z.string().trim().min(1).max(500),
+  idempotency_key: z.string().min(1).max(200),
+});
+const topUpBody = z.strictObject({ amount_usd: amount });
+const refundBody = z.strictObject({
+  payment_intent_id: z.string().min(1).max(255),
+  amount_usd: amount,
+  refund_id: refundId.optional(),
+});
+const autoRefillBody = z.strictObject({
+  enabled: z.boolean(),
+  trigger_usd: amount,
+  amount_usd: amount,
+});
+
+/** Webhook bodies are small JSON documents; anything larger is not from the provider. */
+const WEBHOOK_BODY_LIMIT = 1024 * 1024;
+
+/**
+ * Payment and wallet routes of SPEC 4.6 (issue 10): balance, top-ups and refunds (workspace
+ * manager), grants (platform administrator), the ledger CSV export, auto-refill settings, the
+ * publishable key, and the signed payment webhooks.
+ */
+export const registerWalletRoutes = async (
+  app: FastifyInstance,
+  wallet: WalletService,
+  reads: ControlPlaneReads,
+  adminToken: string,
+): Promise<void> => {
+  const who = (request: FastifyRequest): Promise<Principal> =>
+    authenticate(request, reads, adminToken, new Date());
+  const workspaceFor = async (request: FastifyRequest, role: 'member' | 'manager' | 'admin') => {
+    const p = await who(request);
+    const workspaceId = (request.params as { workspace_id: string }).workspace_id;
+    if (role === 'admin') requireAdmin(p);
+    else requireWorkspace(p, workspaceId, role);
+    await wallet.requireWorkspace(workspaceId);
+    return { p, workspaceId };
+  };
+
+  app.get('/api/payments/config', async (request) => {
+    await who(request);
+    const payments = wallet.deps.payments;
+    return {
+      enabled: payments !== null,
+      provider: payments?.name ?? null,
+      publishable_key: payments?.publishableKey ?? null,
+      currency: 'USD',
+    };
+  });
+
+  app.get('/api/workspaces/:workspace_id/wallet', async (request) => {
+    const { workspaceId } = await workspaceFor(request, 'member');
+    return {
+      ...(await wallet.reads.balance(workspaceId)),
+      auto_refill: await wallet.reads.autoRefill(workspaceId),
+      payments_enabled: wallet.deps.payments !== null,
+    };
+  });
+
+  app.post('/api/workspaces/:workspace_id/wallet/grants', async (request, reply) => {
+    const { p, workspaceId } = await workspaceFor(request, 'admin');
+    const body = parseBody(grantBody, request.body);
+    const r = await wallet.grant(actorOf(p), workspaceId, {
+      amountUsd: body.amount_usd,
+      reason: body.reason,
+      idempotencyKey: body.idempotency_key,
+      via: 'http',
+    });
+    return reply.code(r.created ? 201 : 200).send({ ...r.transaction, replayed: !r.created });
+  });
+
+  app.post('/api/workspaces/:workspace_id/wallet/topups', async (request, reply) => {
+    const { p, workspaceId } = await workspaceFor(request, 'manager');
+    wallet.requirePayments();
+    const body = parseBody(topUpBody, request.body);
+    return reply.code(201).send(await wallet.createTopUp(actorOf(p), workspaceId, body.amount_usd));
+  });
+
+  app.post('/api/workspaces/:workspace_id/wallet/refunds', async (request, reply) => {
+    const { p, workspaceId } = await workspaceFor(request, 'manager');
+    wallet.requirePayments();
+    const body = parseBody(refundBody, request.body);
+    const r = await wallet.refund(actorOf(p), workspaceId, {
+      paymentIntentId: body.payment_intent_id,
+      amountUsd: body.amount_usd,
+      ...(body.refund_id ? { refundId: body.refund_id } : {}),
+    });
+    return reply.code(r.created ? 201 : 200).send({ ...r.transaction, replayed: !r.created });
+  });
+
+  app.get('/api/workspaces/:workspace_id/wallet/transactions/export.csv', async (request, reply) => {
+    const { workspaceId } = await workspaceFor(request, 'member');
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="wallet-${workspaceId}-ledger.csv"`)
+      .send(Readable.from(ledgerCsv(wallet.reads, workspaceId)));
+  });
+
+  app.get('/api/workspaces/:workspace_id/wallet/auto-refill', async (request) => {
+    const { workspaceId } = await workspaceFor(request, 'member');
+    return {
+      workspace_id: workspaceId,
+      settings: await wallet.reads.autoRefill(workspaceId),
+      acted_on: false,
+    };
+  });
+  app.put('/api/workspaces/:workspace_id/wallet/auto-refill', async (request) => {
+    const { p, workspaceId } = await workspaceFor(request, 'manager');
+    const body = parseBody(autoRefillBody, request.body);
+    const settings = await wallet.setAutoRefill(actorOf(p), workspaceId, {
+      enabled: body.enabled,
+      triggerUsd: body.trigger_usd,
+      amountUsd: body.amount_usd,
+    });
+    // SPEC 8: stored, never acted on; the answer says so rather than implying a charge will happen.
+    return { workspace_id: workspaceId, settings, acted_on: false };
+  });
+
+  // The signature covers the exact bytes, so this scope keeps bodies raw instead of parsing JSON.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT },
+      (_request, body, done) => done(null, body),
+    );
+    scope.post('/api/payments/webhooks/:provider', async (request) => {
+      const provider = (request.params as { provider: string }).provider;
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const signature = request.headers['stripe-signature'];
+      if (Array.isArray(signature))
+        throw new ServiceError('bad_request', 'one stripe-signature header expected');
+      return receivePaymentWebhook(wallet, provider, raw, signature);
+    });
+  });
+};
