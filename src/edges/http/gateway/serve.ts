@@ -219,11 +219,15 @@ export const serveCompletion = async (
       hold = hold === null ? estimate.amount : maxUsd(hold, estimate.amount);
   }
   if (hold !== null) {
-    const held = await deps.escrow.hold({
-      requestId,
-      workspaceId: key.workspaceId,
-      amountUsd: formatUsd(hold),
-    });
+    let held: Awaited<ReturnType<EscrowPort['hold']>>;
+    try {
+      held = await deps.escrow.hold({ requestId, workspaceId: key.workspaceId, amountUsd: formatUsd(hold) });
+    } catch {
+      // Funds cannot be checked: fail closed, in the caller's envelope, and still record the request.
+      return fail(
+        new ServiceError('service_unavailable', 'wallet funds could not be checked; retry shortly'),
+      );
+    }
     if (!held.ok) {
       return fail(
         new ServiceError(
