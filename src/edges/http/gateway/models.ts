@@ -24,6 +24,12 @@ const visible = (registry: RegistrySnapshot, tenancy: TenancySnapshot, orgId: st
   return registry.routable().filter((e) => !disallow.has(e.lane) && !disallow.has(e.adapter));
 };
 
+/** SPEC 4.7: a deployment-host endpoint reports responses false whatever its catalog row says. */
+const capabilitiesOf = (e: RegistryEndpoint): Record<string, boolean> =>
+  e.adapter === 'azure' || e.adapter === 'azure-gov'
+    ? { ...e.capabilities, responses: false }
+    : { ...e.capabilities };
+
 /**
  * The tenant-visible catalog (SPEC 4.1): every canonical model id, then every provider-pinned
  * `lane/model` id, in the OpenAI list shape. Capabilities ride along so clients can tell, e.g.,
@@ -36,7 +42,8 @@ export const catalogOf = (endpoints: readonly RegistryEndpoint[]): ModelObject[]
   for (const [id, list] of canonical) {
     const capabilities: Record<string, boolean> = {};
     for (const e of list)
-      for (const [k, v] of Object.entries(e.capabilities)) capabilities[k] = (capabilities[k] ?? false) || v;
+      for (const [k, v] of Object.entries(capabilitiesOf(e)))
+        capabilities[k] = (capabilities[k] ?? false) || v;
     models.push({
       id,
       object: 'model',
@@ -52,7 +59,7 @@ export const catalogOf = (endpoints: readonly RegistryEndpoint[]): ModelObject[]
       object: 'model',
       created: createdOf(e),
       owned_by: e.lane,
-      capabilities: { ...e.capabilities },
+      capabilities: capabilitiesOf(e),
     });
   }
   return models;
