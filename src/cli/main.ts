@@ -3,6 +3,7 @@ import { VERSION } from '../lib/version.js';
 import { registerAuthCommands } from './commands/auth.js';
 import { registerCatalogCommands } from './commands/catalog.js';
 import { registerDatabaseCommands } from './commands/database.js';
+import { registerDlqCommands } from './commands/dlq.js';
 import { registerRegistryCommands } from './commands/registry.js';
 import { registerServe } from './commands/serve.js';
 import { registerTenancyCommands } from './commands/tenancy.js';
@@ -17,6 +18,7 @@ const program = new Command('svc')
 
 registerServe(program);
 registerDatabaseCommands(program);
+registerDlqCommands(program);
 registerRegistryCommands(program);
 registerCatalogCommands(program);
 registerTenancyCommands(program);

@@ -117,6 +117,7 @@ export const configSchema = z.object({
   SVC_GATEWAY_REQUEST_DEADLINE_MS: positiveInt.default(300_000),
   SVC_BILLING_QUARANTINE_MIN_FAILURES: positiveInt.default(10),
   SVC_BILLING_QUARANTINE_MIN_RATIO_BPS: nonNegativeInt.max(10_000).default(100),
+  SVC_BILLING_QUARANTINE_WINDOW_MINUTES: positiveInt.default(60),
   SVC_BILLING_QUARANTINE_ACTION: z.enum(['quarantine', 'allow']).default('quarantine'),
   SVC_INGEST_DURABILITY_SAMPLE_STRIDE: sampleStride,
   SVC_PAYMENT_API_KEY: optionalString,

@@ -1,6 +1,9 @@
+import type { Logger } from 'pino';
+import type { AnalyticsStore } from '../analytics/port.js';
 import { setQuarantine } from '../commands/registry/handler.js';
 import type { EventStore } from '../events/event-store.js';
 import { newId } from '../lib/ids.js';
+import { jobRunner } from './runner.js';
 
 /** Billing outcomes of one endpoint in the evaluation window (served requests only). */
 export interface EndpointOutcomes {
@@ -64,3 +67,59 @@ export const runBillingHealth = async (deps: {
   }
   return breached;
 };
+
+/**
+ * Outcomes from the analytics request rows (issue 11 tables): served requests by lane and model,
+ * priced or failed billing, since `sinceMs`; FINAL so a redelivered row counts once.
+ */
+export const analyticsOutcomeSource =
+  (store: AnalyticsStore): OutcomeSource =>
+  async (sinceMs) => {
+    const rows = await store.query<{ lane: string; model: string; priced: string; failed: string }>(
+      `SELECT provider AS lane, model_served AS model,
+              countIf(billing_status = 'priced') AS priced, countIf(billing_status = 'failed') AS failed
+       FROM requests FINAL
+       WHERE status = 'success' AND provider IS NOT NULL AND model_served IS NOT NULL
+         AND finished_at >= fromUnixTimestamp64Milli({since:Int64})
+       GROUP BY lane, model`,
+      { since: sinceMs },
+    );
+    return rows.map((r) => ({
+      lane: r.lane,
+      model: r.model,
+      priced: Number(r.priced),
+      failed: Number(r.failed),
+    }));
+  };
+
+export const BILLING_HEALTH_TASK = 'billing_health';
+
+/** The periodic evaluator (SPEC 3): every minute, on graphile-worker, from the analytics rows. */
+export const billingHealthJobs = (deps: {
+  connectionString: string;
+  store: EventStore;
+  analytics: AnalyticsStore;
+  thresholds: BillingHealthThresholds;
+  logger?: Logger;
+}) =>
+  jobRunner({
+    name: 'billing-health',
+    connectionString: deps.connectionString,
+    crontab: `* * * * * ${BILLING_HEALTH_TASK}`,
+    taskList: {
+      [BILLING_HEALTH_TASK]: async () => {
+        const hit = await runBillingHealth({
+          store: deps.store,
+          source: analyticsOutcomeSource(deps.analytics),
+          thresholds: deps.thresholds,
+          now: new Date(),
+        });
+        for (const o of hit)
+          deps.logger?.warn(
+            { endpoint: `${o.lane}/${o.model}`, ...o },
+            'endpoint quarantined by billing health',
+          );
+      },
+    },
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });

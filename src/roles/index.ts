@@ -13,4 +13,6 @@ export const ROLE_FACTORIES: Partial<Record<RoleName, RoleFactory>> = {
   'control-plane': controlPlaneRole,
   auth: authRole,
   projector: projectorRole,
+  ingest: (ctx) => import('./ingest.js').then((m) => m.ingestRole(ctx)),
+  query: (ctx) => import('./query.js').then((m) => m.queryRole(ctx)),
 };

@@ -1,7 +1,8 @@
-import { type Runner, run, type TaskList, Logger as WorkerLogger } from 'graphile-worker';
+import type { TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
+import { jobRunner } from '../jobs/runner.js';
 import { expireHolds, reconcileTopUps } from './sweeps.js';
 
 /**
@@ -39,66 +40,12 @@ export const walletTaskList = (deps: WalletJobDeps): TaskList => ({
   },
 });
 
-/** graphile-worker's log lines into the service's pino logger. */
-const workerLogger = (logger: Logger | undefined) =>
-  new WorkerLogger(() => (level, message, meta) => {
-    if (!logger) return;
-    const severity = String(level);
-    const log = severity === 'error' ? logger.error : severity === 'warning' ? logger.warn : logger.debug;
-    log.call(logger, { jobs: 'wallet', ...(meta ?? {}) }, message);
+/** Starts and stops the wallet's graphile-worker runner (see src/jobs/runner.ts). */
+export const walletJobs = (deps: WalletJobDeps & { connectionString: string }) =>
+  jobRunner({
+    name: 'wallet',
+    connectionString: deps.connectionString,
+    taskList: walletTaskList(deps),
+    crontab: WALLET_CRONTAB,
+    ...(deps.logger ? { logger: deps.logger } : {}),
   });
-
-/** Names the worker's connections in pg_stat_activity, unless the URL names them already. */
-const withApplicationName = (connectionString: string, name: string): string => {
-  try {
-    const u = new URL(connectionString);
-    if (!u.searchParams.has('application_name')) u.searchParams.set('application_name', name);
-    return u.toString();
-  } catch {
-    return connectionString;
-  }
-};
-
-/**
- * Starts and stops the wallet's graphile-worker runner. Starting does not hold up the role (the
- * worker installs its schema on first use); a failure to start is reported on /healthz, not fatal,
- * because request serving does not depend on the sweeps.
- */
-export const walletJobs = (deps: WalletJobDeps & { connectionString: string }) => {
-  let starting: Promise<Runner | null> | null = null;
-  let lastError: unknown = null;
-  const launch = async (): Promise<Runner | null> => {
-    try {
-      const runner = await run({
-        connectionString: withApplicationName(deps.connectionString, 'svc-wallet-jobs'),
-        // The worker keeps one connection for LISTEN; its own small pool leaves the role's alone.
-        maxPoolSize: 2,
-        concurrency: 1,
-        noHandleSignals: true,
-        pollInterval: 2_000,
-        logger: workerLogger(deps.logger),
-        taskList: walletTaskList(deps),
-        crontab: WALLET_CRONTAB,
-      });
-      lastError = null;
-      return runner;
-    } catch (err) {
-      lastError = err;
-      deps.logger?.error({ err }, 'wallet jobs (graphile-worker) did not start');
-      return null;
-    }
-  };
-  return {
-    get lastError() {
-      return lastError;
-    },
-    start: (): void => {
-      starting ??= launch();
-    },
-    stop: async (): Promise<void> => {
-      const runner = await starting;
-      starting = null;
-      await runner?.stop();
-    },
-  };
-};

@@ -1,0 +1,44 @@
+import type { FastifyRequest } from 'fastify';
+import type { AnalyticsStore } from '../../../analytics/port.js';
+import type { Pool } from '../../../events/postgres/pool.js';
+import { ServiceError } from '../../../lib/errors.js';
+import type { ObjectStore } from '../../../objects/port.js';
+import { type Caller, identify, type OrgScope, orgScope, type ScopeDeps } from '../../../query/scope.js';
+
+export interface QueryHttpOptions extends ScopeDeps {
+  analytics: AnalyticsStore;
+  objects: ObjectStore | null;
+  pool: Pool;
+  /** Hard cap on export rows; more answers 400 (SPEC 7.6 rule 3). */
+  maxExportRows: number;
+  maxExportDays: number;
+  livePollMs: number;
+  liveHeartbeatMs: number;
+}
+
+export type Query = Record<string, string | undefined>;
+
+export const queryOf = (request: FastifyRequest): Query => {
+  const out: Query = {};
+  for (const [k, v] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
+    if (typeof v === 'string') out[k] = v;
+    else if (v !== undefined)
+      throw new ServiceError('bad_request', `query parameter ${k} must be given once`, { param: k });
+  }
+  return out;
+};
+
+export const paramOf = (request: FastifyRequest, name: string): string =>
+  (request.params as Record<string, string>)[name] ?? '';
+
+export const callerOf = (o: QueryHttpOptions, request: FastifyRequest): Promise<Caller> =>
+  identify(o, request.headers.authorization);
+
+/** Every org-scoped route: authenticate, then resolve org_id (+ project_id) against the grants. */
+export const scopeOf = async (o: QueryHttpOptions, request: FastifyRequest): Promise<OrgScope> => {
+  const caller = await callerOf(o, request);
+  const q = queryOf(request);
+  return orgScope(o, caller, q.org_id, q.project_id);
+};
+
+export const authorOf = (c: Caller): string => (c.kind === 'admin' ? 'admin' : `user:${c.userId}`);

@@ -1,0 +1,63 @@
+import type { Bus } from '../events/bus.js';
+import type { RequestCompleted } from '../events/envelopes/request-completed.js';
+import { subjects } from '../events/subjects.js';
+import { canonicalJson } from '../lib/canonical-json.js';
+
+export const REQUEST_LOGGED_ACTION = 'data.write.request_logged';
+
+/**
+ * The audit record of one logged request (SPEC 6), shaped like the control plane's relay records.
+ * Every field comes from the envelope, never from the flush (no pack key, no clock), so each
+ * redelivery produces the same canonical bytes under the same message id: the bus drops the copy
+ * within its duplicate window and the audit sealer by event id beyond it. No payloads: bodies
+ * appear as their byte counts and blake3 only.
+ */
+export interface RequestLoggedRecord {
+  event_id: string;
+  tenant_id: string;
+  source: 'ingest';
+  actor: string;
+  action: typeof REQUEST_LOGGED_ACTION;
+  target: { type: 'request'; id: string };
+  occurred_at: string;
+  details: Record<string, string | number | boolean | null>;
+}
+
+export const requestLoggedRecord = (e: RequestCompleted): RequestLoggedRecord => ({
+  event_id: `request_logged:${e.request_id}`,
+  tenant_id: e.workspace_id,
+  source: 'ingest',
+  actor: `api_key:${e.api_key_id}`,
+  action: REQUEST_LOGGED_ACTION,
+  target: { type: 'request', id: e.request_id },
+  occurred_at: e.finished_at,
+  details: {
+    org_id: e.org_id,
+    project_id: e.project_id,
+    api_key_id: e.api_key_id,
+    route: e.route,
+    status: e.status,
+    http_status: e.http_status,
+    model_served: e.model_served,
+    provider: e.provider,
+    endpoint_id: e.endpoint_id,
+    billing_status: e.billing.status,
+    total_cost_usd: e.total_cost_usd,
+    usage_line_count: e.usage_lines.length,
+    cost_line_count: e.cost_lines.length,
+    request_body_bytes: e.bodies?.request?.byte_count ?? null,
+    request_body_blake3: e.bodies?.request?.blake3 ?? null,
+    response_body_bytes: e.bodies?.response?.byte_count ?? null,
+    response_body_blake3: e.bodies?.response?.blake3 ?? null,
+  },
+});
+
+export const requestLoggedMessageId = (requestId: string): string =>
+  `audit:${REQUEST_LOGGED_ACTION}:${requestId}`;
+
+/** Resolves once the bus stored the event (or already held it under the same id). */
+export const emitRequestLogged = async (bus: Bus, e: RequestCompleted): Promise<void> => {
+  await bus.publish(subjects.audit(e.workspace_id), canonicalJson(requestLoggedRecord(e)), {
+    messageId: requestLoggedMessageId(e.request_id),
+  });
+};

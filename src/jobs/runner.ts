@@ -1,0 +1,73 @@
+import { type Runner, run, type TaskList, Logger as WorkerLogger } from 'graphile-worker';
+import type { Logger } from 'pino';
+
+/** graphile-worker's log lines into the service's pino logger. */
+const workerLogger = (logger: Logger | undefined, name: string) =>
+  new WorkerLogger(() => (level, message, meta) => {
+    if (!logger) return;
+    const severity = String(level);
+    const log = severity === 'error' ? logger.error : severity === 'warning' ? logger.warn : logger.debug;
+    log.call(logger, { jobs: name, ...(meta ?? {}) }, message);
+  });
+
+/** Names the worker's connections in pg_stat_activity, unless the URL names them already. */
+const withApplicationName = (connectionString: string, name: string): string => {
+  try {
+    const u = new URL(connectionString);
+    if (!u.searchParams.has('application_name')) u.searchParams.set('application_name', name);
+    return u.toString();
+  } catch {
+    return connectionString;
+  }
+};
+
+/**
+ * A graphile-worker runner for one role's periodic jobs (ARCHITECTURE.md "jobs"). graphile-worker's
+ * cron fires each item once across every process that runs it, so scaling a role out does not
+ * multiply its jobs. Starting does not hold up the role (the worker installs its schema on first
+ * use); a failure to start is reported through `lastError` (on /healthz), never fatal.
+ */
+export const jobRunner = (options: {
+  name: string;
+  connectionString: string;
+  taskList: TaskList;
+  crontab: string;
+  logger?: Logger;
+}) => {
+  let starting: Promise<Runner | null> | null = null;
+  let lastError: unknown = null;
+  const launch = async (): Promise<Runner | null> => {
+    try {
+      const runner = await run({
+        connectionString: withApplicationName(options.connectionString, `svc-${options.name}-jobs`),
+        // One connection for LISTEN and one to work: the role's own pool stays free.
+        maxPoolSize: 2,
+        concurrency: 1,
+        noHandleSignals: true,
+        pollInterval: 2_000,
+        logger: workerLogger(options.logger, options.name),
+        taskList: options.taskList,
+        crontab: options.crontab,
+      });
+      lastError = null;
+      return runner;
+    } catch (err) {
+      lastError = err;
+      options.logger?.error({ err }, `${options.name} jobs (graphile-worker) did not start`);
+      return null;
+    }
+  };
+  return {
+    get lastError() {
+      return lastError;
+    },
+    start: (): void => {
+      starting ??= launch();
+    },
+    stop: async (): Promise<void> => {
+      const runner = await starting;
+      starting = null;
+      await runner?.stop();
+    },
+  };
+};

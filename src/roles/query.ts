@@ -1,0 +1,34 @@
+import { developerTokenVerifier } from '../commands/auth/reads.js';
+import { ControlPlaneReads } from '../commands/control-plane/reads.js';
+import { addQueryService } from '../edges/grpc/query.js';
+import { registerQueryRoutes } from '../edges/http/query/routes.js';
+import type { Role, RoleContext } from './role.js';
+
+const envInt = (name: string, fallback: number): number => {
+  const n = Number(process.env[name]);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+};
+
+/** SPEC 4.5 query HTTP API and 4.8 QueryService over the analytics store, read models and objects. */
+export const queryRole = (ctx: RoleContext): Role => {
+  const analytics = ctx.analytics;
+  if (!analytics) throw new Error('the query role needs the analytics store');
+  const reads = new ControlPlaneReads(ctx.pool);
+  return {
+    name: 'query',
+    http: (app) =>
+      registerQueryRoutes(app, {
+        reads,
+        verifyDeveloperToken: developerTokenVerifier(ctx.pool),
+        adminToken: ctx.adminToken,
+        analytics,
+        objects: ctx.objects,
+        pool: ctx.pool,
+        maxExportRows: envInt('SVC_QUERY_EXPORT_MAX_ROWS', 100_000),
+        maxExportDays: 366,
+        livePollMs: envInt('SVC_QUERY_LIVE_POLL_MS', 1_000),
+        liveHeartbeatMs: envInt('SVC_QUERY_LIVE_HEARTBEAT_MS', 15_000),
+      }),
+    grpc: (server) => addQueryService(server, analytics, ctx.adminToken),
+  };
+};
