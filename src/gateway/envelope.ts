@@ -126,6 +126,7 @@ export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft;
     funding: c.funding,
     session_id: c.sessionId,
     end_user_id: c.request.endUserId ?? null,
+    ...(c.request.preserved?.beta ? { alt_beta: c.request.preserved.beta } : {}),
     trace: { full_tracing: c.tracing.full, source: c.tracing.source },
     tool_summary: {
       declared: declaredTools(c.request.raw),

@@ -68,6 +68,7 @@ export const requestRow = (e: RequestCompleted, bodies: StoredBodies, stamp: Wri
     rate_card_id: billing.rate_card_id,
     funding: e.funding,
     session_id: e.session_id,
+    alt_beta: e.alt_beta ?? null,
     end_user_id: e.end_user_id,
     full_tracing: e.trace.full_tracing,
     trace_source: e.trace.source,

@@ -379,7 +379,8 @@ describe('errors and routes (SPEC 4.2, 7.2, 7.4)', () => {
     const body = JSON.parse(several.text) as {
       error: Record<string, unknown> & { svc: { attempts: { kind: string; status_code: number }[] } };
     };
-    expect(body.error.type).toBe('api_error');
+    expect(body.error.type).toBe('overloaded_error');
+    expect(several.status).toBe(529);
     expect(body.error.attempts).toBeUndefined();
     expect(body.error.request_id).toBeUndefined();
     expect(body.error.svc.attempts.map((a) => [a.kind, a.status_code])).toEqual([
@@ -431,12 +432,15 @@ describe('analytics (SPEC 4.2 rule 10)', () => {
   it('the same envelope as chat completions, distinguished by route; count_tokens has no cost', async () => {
     fake.enqueue(message({ usage: { input_tokens: 1000, output_tokens: 200 } }), count(5));
     const { response } = await client.messages
-      .create({
-        model: 'claude-sonnet',
-        max_tokens: 300,
-        messages: [{ role: 'user', content: 'price me' }],
-        metadata: { user_id: 'eu-9' },
-      })
+      .create(
+        {
+          model: 'claude-sonnet',
+          max_tokens: 300,
+          messages: [{ role: 'user', content: 'price me' }],
+          metadata: { user_id: 'eu-9' },
+        },
+        { headers: { 'anthropic-beta': 'prompt-caching-2024-07-31' } },
+      )
       .withResponse();
     const counted = await client.messages
       .countTokens({ model: 'claude-sonnet', messages: [{ role: 'user', content: 'x' }] })
@@ -450,6 +454,8 @@ describe('analytics (SPEC 4.2 rule 10)', () => {
       model_served: 'claude-sonnet',
       provider_model_id: 'claude-sonnet-4-5-20250929',
       end_user_id: 'eu-9',
+      // SPEC 4.2 rule 8: the alt-beta header is forwarded and recorded.
+      alt_beta: 'prompt-caching-2024-07-31',
       funding: 'byok',
       total_cost_usd: '0.006',
       billing: { status: 'priced' },

@@ -34,6 +34,7 @@ import {
  *   A request with nothing billable (rejected, or failed before usage) is priced with no lines.
  * - funding: byok or wallet; null when no credential was resolved.
  * - session_id, end_user_id: caller-supplied grouping keys, null when absent.
+ * - alt_beta: the alt-beta header an alternate-dialect request carried (recorded, SPEC 4.2 rule 8).
  * - trace: whether full tracing was on and which setting turned it on (SPEC 1.10).
  * - tool_summary: declared tool names and call counts by name, never arguments or results.
  * - bodies: present only with full tracing; each side inline up to 256 KB or chunked by reference.
@@ -202,6 +203,8 @@ export const requestCompletedSchema = z
     funding: z.enum(['byok', 'wallet']).nullable(),
     session_id: z.string().nullable(),
     end_user_id: z.string().nullable(),
+    /** The alt-beta header of an alternate-dialect request, as received (SPEC 4.2 rule 8); absent otherwise. */
+    alt_beta: z.string().nullable().optional(),
     trace: traceFlagsSchema,
     tool_summary: toolSummarySchema,
     bodies: z.object({ request: bodyRefSchema.optional(), response: bodyRefSchema.optional() }).optional(),

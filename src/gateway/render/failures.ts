@@ -20,6 +20,8 @@ const surface = (
       const s = f.status_code ?? 502;
       const message = f.providerMessage ?? f.message;
       if (s === 429) return { code: 'rate_limit_error', status: 429, message };
+      // An overloaded upstream (529): overloaded_error on the alternate edge, 503 on the primary.
+      if (s === 529) return { code: 'service_unavailable', status: 503, message };
       if (s >= 400 && s < 500 && s !== 401 && s !== 403 && s !== 404)
         return { code: 'invalid_request_error', status: s, message };
       return { code: 'upstream_error', status: 502, message };

@@ -22,6 +22,8 @@ export interface Dialect {
   name: 'primary' | 'alternate';
   /** The error body; `requestId` is given when the envelope carries it. */
   error(err: ServiceError, requestId: string): unknown;
+  /** The HTTP status of an error in this dialect; absent means the catalogue's (or the error's own). */
+  status?(err: ServiceError): number;
   reply(reply: CanonicalReply, who: ReplyIdentity): unknown;
   stream(who: ReplyIdentity, options: { includeUsage: boolean }): StreamRenderer;
   /** Identity of a reply: the primary dialect's `chatcmpl-...`, the alternate's `msg_...`. */

@@ -146,8 +146,8 @@ export const openRequest = (
     setImmediate(() => deps.onCompleted(completed));
   };
   const fail = (error: ServiceError) => {
-    finish(error.status, error);
-    return reply.code(error.status).send(dialect.error(error, requestId));
+    finish(dialect.status?.(error) ?? error.status, error);
+    return reply.code(dialect.status?.(error) ?? error.status).send(dialect.error(error, requestId));
   };
   return { requestId, startedAt, key, tenancy, registry: deps.registry(), completed, finish, fail };
 };
