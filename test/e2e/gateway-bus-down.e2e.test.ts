@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NatsBus } from '../../src/events/nats/bus.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { privateNats } from '../helpers/nats-server.js';
 
 // Issue 6 "Must show": stop the bus, serve 100 requests, restart the bus, and find 100 envelopes
@@ -21,36 +21,7 @@ beforeAll(async () => {
   nats = await privateNats(natsDir);
   fake = await startFakeOpenAI();
   gw = await startGatewayEnv({ SVC_NATS_URL: nats.url, SVC_LOG_LEVEL: 'error' });
-  await gw.svc([
-    'registry',
-    'upsert',
-    '--lane',
-    'openai',
-    '--adapter',
-    'openai',
-    '--model',
-    'gpt-4o',
-    '--provider-model-id',
-    'gpt-4o',
-    '--base-url',
-    fake.url,
-    '--input-price-per-token',
-    '0.000001',
-    '--output-price-per-token',
-    '0.000002',
-  ]);
-  await gw.svc([
-    'connections',
-    'create',
-    '--project',
-    gw.boot.project_id,
-    '--provider',
-    'openai',
-    '--name',
-    'primary',
-    '--secret',
-    'sk-x',
-  ]);
+  await addOpenAiEndpoint(gw, fake.url);
 });
 afterAll(async () => {
   await gw?.stop();

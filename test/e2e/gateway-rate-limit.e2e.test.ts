@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
 // Issue 6 item 7 / SPEC 7.4: per-API-key gateway rate limits answer 429 with Retry-After in whole
 // seconds (at least 1), after the request id was assigned, and make no upstream call.
@@ -13,34 +13,7 @@ beforeAll(async () => {
   fake = await startFakeOpenAI();
   // 6 a minute: a burst of one, then one every ten seconds.
   gw = await startGatewayEnv({ SVC_GATEWAY_RATE_LIMIT_RPM: '6' });
-  await gw.svc([
-    'registry',
-    'upsert',
-    '--adapter',
-    'openai',
-    '--model',
-    'gpt-4o',
-    '--provider-model-id',
-    'gpt-4o',
-    '--base-url',
-    fake.url,
-    '--input-price-per-token',
-    '0.000001',
-    '--output-price-per-token',
-    '0.000002',
-  ]);
-  await gw.svc([
-    'connections',
-    'create',
-    '--project',
-    gw.boot.project_id,
-    '--provider',
-    'openai',
-    '--name',
-    'primary',
-    '--secret',
-    'sk-x',
-  ]);
+  await addOpenAiEndpoint(gw, fake.url);
 });
 afterAll(async () => {
   await gw?.stop();

@@ -5,7 +5,7 @@ import { ChdbAnalyticsStore } from '../../src/analytics/chdb/store.js';
 import { readStoredBody } from '../../src/ingest/pack.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
 // Issue 11: the ingest role inside `svc serve` (all roles, embedded default: Postgres bus + chdb).
 // A request served by the gateway becomes a request row with its cost lines and, under full
@@ -17,34 +17,7 @@ let gw: GatewayEnv;
 beforeAll(async () => {
   fake = await startFakeOpenAI();
   gw = await startGatewayEnv({ SVC_LOG_LEVEL: 'error' });
-  await gw.svc([
-    'registry',
-    'upsert',
-    '--adapter',
-    'openai',
-    '--model',
-    'gpt-4o',
-    '--provider-model-id',
-    'gpt-4o',
-    '--base-url',
-    fake.url,
-    '--input-price-per-token',
-    '0.000001',
-    '--output-price-per-token',
-    '0.000002',
-  ]);
-  await gw.svc([
-    'connections',
-    'create',
-    '--project',
-    gw.boot.project_id,
-    '--provider',
-    'openai',
-    '--name',
-    'primary',
-    '--secret',
-    'sk-x',
-  ]);
+  await addOpenAiEndpoint(gw, fake.url);
 });
 afterAll(async () => {
   await gw?.stop();

@@ -73,3 +73,53 @@ export const eventually = async (
     await new Promise((r) => setTimeout(r, 25));
   }
 };
+
+/**
+ * Registers an OpenAI-compatible endpoint at `baseUrl` (an operator upsert with per-token prices)
+ * and, unless told otherwise, the project's BYOK connection `primary` for it.
+ */
+export const addOpenAiEndpoint = async (
+  gw: GatewayEnv,
+  baseUrl: string,
+  options: {
+    model?: string;
+    providerModelId?: string;
+    lane?: string;
+    input?: string;
+    output?: string;
+    connection?: boolean;
+  } = {},
+): Promise<void> => {
+  const model = options.model ?? 'gpt-4o';
+  await gw.svc([
+    'registry',
+    'upsert',
+    '--adapter',
+    'openai',
+    '--lane',
+    options.lane ?? 'openai',
+    '--model',
+    model,
+    '--provider-model-id',
+    options.providerModelId ?? model,
+    '--base-url',
+    baseUrl,
+    '--input-price-per-token',
+    options.input ?? '0.000001',
+    '--output-price-per-token',
+    options.output ?? '0.000002',
+  ]);
+  if (options.connection === false) return;
+  await gw.svc([
+    'connections',
+    'create',
+    '--project',
+    gw.boot.project_id,
+    '--provider',
+    'openai',
+    '--name',
+    'primary',
+    '--secret',
+    'sk-x',
+  ]);
+};
