@@ -1,7 +1,6 @@
-import type { StoredEvent } from '../events/event-store.js';
-import { NOTIFY_CHANNEL } from '../events/postgres/event-store.js';
+import { NOTIFY_CHANNEL, readEventsAfter, readHeadPosition } from '../events/postgres/event-store.js';
 import { NotificationListener, Waker } from '../events/postgres/listener.js';
-import { type Pool, type PoolClient, withTransaction } from '../events/postgres/pool.js';
+import { type Pool, withTransaction } from '../events/postgres/pool.js';
 import type { Projection } from './projection.js';
 
 export interface BatchResult {
@@ -14,35 +13,6 @@ interface CheckpointRow {
   version: number;
   position: number;
 }
-
-const COLUMNS =
-  'global_position, stream_id, stream_version, message_id, type, schema_version, data, metadata, recorded_at';
-
-const readAfter = async (client: PoolClient, projection: Projection, after: number, limit: number) => {
-  const { rows } = projection.categories
-    ? await client.query(
-        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
-         ORDER BY global_position LIMIT $2`,
-        [after, limit, projection.categories],
-      )
-    : await client.query(
-        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
-        [after, limit],
-      );
-  return rows.map(
-    (r): StoredEvent => ({
-      globalPosition: r.global_position,
-      streamId: r.stream_id,
-      streamVersion: r.stream_version,
-      messageId: r.message_id,
-      type: r.type,
-      schemaVersion: r.schema_version,
-      data: r.data,
-      metadata: r.metadata,
-      recordedAt: r.recorded_at,
-    }),
-  );
-};
 
 /**
  * Applies one batch: locks the projection's checkpoint row (so two runners never apply one event),
@@ -74,9 +44,13 @@ export const runBatch = async (
     }
     // Appends commit in position order, so every event up to this head is visible to the read below;
     // a category-filtered projection may then move past positions that hold none of its events.
-    const head = await headPosition(client);
+    const head = await readHeadPosition(client);
     const limit = options.batchSize ?? 1_000;
-    const events = await readAfter(client, projection, position, limit);
+    const events = await readEventsAfter(client, {
+      after: position,
+      limit,
+      categories: projection.categories,
+    });
     const from = position;
     if (events.length > 0) {
       await projection.apply(client, events);
@@ -91,10 +65,6 @@ export const runBatch = async (
     }
     return { applied: events.length, position, rebuilt };
   });
-
-const headPosition = async (client: Pool | PoolClient): Promise<number> =>
-  (await client.query<{ p: number }>('SELECT last_position AS p FROM svc_event_position WHERE singleton'))
-    .rows[0]?.p ?? 0;
 
 export const checkpointOf = async (pool: Pool, name: string): Promise<CheckpointRow | null> => {
   const { rows } = await pool.query<CheckpointRow>(
@@ -114,7 +84,7 @@ export const rebuildProjection = async (
   onProgress: (position: number, head: number) => void = () => {},
   options: { batchSize?: number } = {},
 ): Promise<{ events: number; position: number }> => {
-  const head = await headPosition(pool);
+  const head = await readHeadPosition(pool);
   let events = 0;
   let first = await runBatch(pool, projection, { ...options, forceRebuild: true });
   events += first.applied;
@@ -176,7 +146,7 @@ export class ProjectionRunner {
 
   /** Resolves when every projection has reached the head position seen at call time. */
   async waitForHead(timeoutMs = 10_000): Promise<void> {
-    const head = await headPosition(this.pool);
+    const head = await readHeadPosition(this.pool);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const { rows } = await this.pool.query<{ position: number; name: string }>(

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { describeConfig } from '../../config/config.js';
+import { readHeadPosition } from '../../events/postgres/event-store.js';
 import { findProjection, PROJECTIONS } from '../../projections/index.js';
 import { checkpointOf, rebuildProjection } from '../../projections/runner.js';
 import { CliError, emit, table } from '../output.js';
@@ -47,9 +48,7 @@ export const registerDatabaseCommands = (program: Command): void => {
     .action(async (opts: { json?: boolean }) => {
       const db = await openDatabase(readConfig());
       try {
-        const head =
-          (await db.pool.query<{ p: number }>('SELECT last_position AS p FROM svc_event_position')).rows[0]
-            ?.p ?? 0;
+        const head = await readHeadPosition(db.pool);
         const rows = [];
         for (const p of PROJECTIONS) {
           const cp = await checkpointOf(db.pool, p.name);

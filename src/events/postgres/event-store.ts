@@ -11,7 +11,7 @@ import {
   VersionConflictError,
 } from '../event-store.js';
 import { NotificationListener, Waker } from './listener.js';
-import type { Pool } from './pool.js';
+import type { Pool, PoolClient } from './pool.js';
 
 interface EventRow {
   global_position: number;
@@ -39,6 +39,32 @@ const toEvent = (r: EventRow): StoredEvent => ({
   metadata: r.metadata,
   recordedAt: r.recorded_at,
 });
+
+/** Pools and checked-out clients both answer queries: projections read inside their transaction. */
+type Queryable = Pick<Pool, 'query'> | Pick<PoolClient, 'query'>;
+
+/** Events after a global position, in order; optionally only some categories. */
+export const readEventsAfter = async (
+  db: Queryable,
+  { after, limit, categories }: ReadAllOptions,
+): Promise<StoredEvent[]> => {
+  const { rows } = categories
+    ? await db.query<EventRow>(
+        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
+         ORDER BY global_position LIMIT $2`,
+        [after, limit, categories],
+      )
+    : await db.query<EventRow>(
+        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
+        [after, limit],
+      );
+  return rows.map(toEvent);
+};
+
+/** The last global position committed. */
+export const readHeadPosition = async (db: Queryable): Promise<number> =>
+  (await db.query<{ last_position: number }>('SELECT last_position FROM svc_event_position WHERE singleton'))
+    .rows[0]?.last_position ?? 0;
 
 const expectedToSql = (expected: ExpectedVersion): number | null =>
   expected === 'any' ? null : expected === 'no_stream' ? 0 : expected;
@@ -113,25 +139,12 @@ export class PostgresEventStore implements EventStore {
     return { version, events };
   }
 
-  async readAll({ after, limit, categories }: ReadAllOptions): Promise<StoredEvent[]> {
-    const { rows } = categories
-      ? await this.pool.query<EventRow>(
-          `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
-           ORDER BY global_position LIMIT $2`,
-          [after, limit, categories],
-        )
-      : await this.pool.query<EventRow>(
-          `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
-          [after, limit],
-        );
-    return rows.map(toEvent);
+  readAll(options: ReadAllOptions): Promise<StoredEvent[]> {
+    return readEventsAfter(this.pool, options);
   }
 
-  async headPosition(): Promise<number> {
-    const { rows } = await this.pool.query<{ last_position: number }>(
-      'SELECT last_position FROM svc_event_position WHERE singleton',
-    );
-    return rows[0]?.last_position ?? 0;
+  headPosition(): Promise<number> {
+    return readHeadPosition(this.pool);
   }
 
   subscribe(

@@ -146,8 +146,9 @@ export const openRequest = (
     setImmediate(() => deps.onCompleted(completed));
   };
   const fail = (error: ServiceError) => {
-    finish(dialect.status?.(error) ?? error.status, error);
-    return reply.code(dialect.status?.(error) ?? error.status).send(dialect.error(error, requestId));
+    const status = dialect.status?.(error) ?? error.status;
+    finish(status, error);
+    return reply.code(status).send(dialect.error(error, requestId));
   };
   return { requestId, startedAt, key, tenancy, registry: deps.registry(), completed, finish, fail };
 };
