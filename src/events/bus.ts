@@ -11,6 +11,12 @@ export interface PublishOptions {
   headers?: Record<string, string>;
 }
 
+/** One message of a batch given to `publishMany`. */
+export interface OutgoingMessage extends PublishOptions {
+  subject: string;
+  data: Uint8Array | string;
+}
+
 export interface PublishResult {
   /** True when the id was already stored within the window; `seq` is then the original's. */
   duplicate: boolean;
@@ -73,6 +79,15 @@ export interface Bus {
   ensureStreams(): Promise<void>;
   /** Resolves once the message is durably stored; rejects with BusUnavailableError within the timeout. */
   publish(subject: string, data: Uint8Array | string, options: PublishOptions): Promise<PublishResult>;
+  /**
+   * Publishes a batch in one round trip (or one pipelined burst) and resolves with one result per
+   * message, in the order given, once all are durably stored. Messages are stored in the order
+   * given, so per-subject order holds within the batch; a message id seen earlier in the window,
+   * or earlier in the same batch, is a duplicate as with `publish`. Every subject is checked before
+   * anything is sent. On rejection some messages may be stored (JetStream) or none (Postgres):
+   * publishing the same batch again is safe, since the ids dedupe. An empty batch resolves to [].
+   */
+  publishMany(messages: readonly OutgoingMessage[]): Promise<PublishResult[]>;
   /**
    * Durable: a consumer started again with the same name resumes where the previous one stopped.
    * `filterSubject` may use '*' and a final '>'.

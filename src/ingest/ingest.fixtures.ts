@@ -78,6 +78,11 @@ export const auditFailingBus = (inner: Bus, failing: () => boolean): Bus => ({
       throw new BusUnavailableError('injected: audit publish refused');
     return inner.publish(subject, data, options);
   },
+  publishMany: async (messages) => {
+    if (messages.some((m) => m.subject.startsWith('svc.audit.')) && failing())
+      throw new BusUnavailableError('injected: audit publish refused');
+    return inner.publishMany(messages);
+  },
   consume: (name, filter, handler, options) => inner.consume(name, filter, handler, options),
   health: () => inner.health(),
   close: () => inner.close(),

@@ -274,6 +274,110 @@ export const busContract = (adapter: string, setup: () => Promise<BusFixture>): 
       await other.close();
     });
 
+    it('publishMany stores a batch in the order given, each subject in order, with one result per message', async () => {
+      const o = org();
+      const perSubject = 30;
+      const batch = Array.from({ length: 3 * perSubject }, (_, i) => ({
+        subject: subjects.request(o, `r${i % 3}`),
+        data: `${i % 3}:${Math.floor(i / 3)}`,
+        messageId: `${o}-${i}`,
+        headers: { 'X-Seq': `${i}` },
+      }));
+      const results = await bus.publishMany(batch);
+      expect(results).toHaveLength(batch.length);
+      expect(results.every((r) => !r.duplicate)).toBe(true);
+      // Stored in the order given: sequence numbers rise with the batch position.
+      for (let i = 1; i < results.length; i++) expect(results[i]!.seq).toBeGreaterThan(results[i - 1]!.seq);
+      const got: Delivery[] = [];
+      await consume(
+        bus,
+        `many_${o}`,
+        `svc.requests.${o}.>`,
+        { ackWaitMs: 5_000, maxDeliveries: 5, batchSize: 16 },
+        async (m) => {
+          got.push(record(m));
+          await m.ack();
+        },
+      );
+      await waitFor('the whole batch', () => new Set(got.map((d) => d.messageId)).size === batch.length);
+      for (let s = 0; s < 3; s++) {
+        const firsts = got
+          .filter((d) => d.subject === subjects.request(o, `r${s}`) && d.deliveryCount === 1)
+          .map((d) => d.text);
+        expect(firsts).toEqual(Array.from({ length: perSubject }, (_, i) => `${s}:${i}`));
+      }
+      expect(got.find((d) => d.messageId === `${o}-40`)?.headers['X-Seq']).toBe('40');
+    });
+
+    it('publishMany dedupes ids seen before and repeated within the batch', async () => {
+      const o = org();
+      const subject = subjects.request(o, 'dup');
+      const earlier = await bus.publish(subject, 'earlier', { messageId: `${o}-a` });
+      const results = await bus.publishMany([
+        { subject, data: 'a again', messageId: `${o}-a` },
+        { subject, data: 'b', messageId: `${o}-b` },
+        { subject, data: 'b again', messageId: `${o}-b` },
+        { subject, data: 'c', messageId: `${o}-c` },
+      ]);
+      expect(results[0]).toEqual({ duplicate: true, seq: earlier.seq });
+      expect(results[1]!.duplicate).toBe(false);
+      expect(results[2]).toEqual({ duplicate: true, seq: results[1]!.seq });
+      expect(results[3]!.duplicate).toBe(false);
+      expect(results[3]!.seq).toBeGreaterThan(results[1]!.seq);
+      // The same batch again, from another client: everything is a duplicate of what is stored.
+      const other = await fixture.open();
+      const again = await other.publishMany([
+        { subject, data: 'b once more', messageId: `${o}-b` },
+        { subject, data: 'c once more', messageId: `${o}-c` },
+      ]);
+      expect(again).toEqual([
+        { duplicate: true, seq: results[1]!.seq },
+        { duplicate: true, seq: results[3]!.seq },
+      ]);
+      await bus.publish(subject, 'marker', { messageId: `${o}-marker` });
+      const got: Delivery[] = [];
+      await consume(
+        bus,
+        `manydup_${o}`,
+        `svc.requests.${o}.>`,
+        { ackWaitMs: 5_000, maxDeliveries: 5 },
+        async (m) => {
+          got.push(record(m));
+          await m.ack();
+        },
+      );
+      await waitFor('marker', () => got.some((d) => d.text === 'marker'));
+      await pause(300);
+      expect(got.map((d) => d.text)).toEqual(['earlier', 'b', 'c', 'marker']);
+      await other.close();
+    });
+
+    it('publishMany of an empty batch stores nothing, and a batch with one bad subject is refused whole', async () => {
+      const o = org();
+      expect(await bus.publishMany([])).toEqual([]);
+      await expect(
+        bus.publishMany([
+          { subject: subjects.request(o, 'ok'), data: 'never', messageId: `${o}-ok` },
+          { subject: 'elsewhere.x', data: 'x', messageId: `${o}-bad` },
+        ]),
+      ).rejects.toBeInstanceOf(InvalidSubjectError);
+      await bus.publish(subjects.request(o, 'ok'), 'marker', { messageId: `${o}-marker` });
+      const got: Delivery[] = [];
+      await consume(
+        bus,
+        `manyempty_${o}`,
+        `svc.requests.${o}.>`,
+        { ackWaitMs: 5_000, maxDeliveries: 5 },
+        async (m) => {
+          got.push(record(m));
+          await m.ack();
+        },
+      );
+      await waitFor('marker', () => got.length >= 1);
+      await pause(300);
+      expect(got.map((d) => d.text)).toEqual(['marker']);
+    });
+
     it('resumes a restarted durable consumer without loss', async () => {
       const o = org();
       const total = 100;
@@ -347,6 +451,11 @@ export const busContract = (adapter: string, setup: () => Promise<BusFixture>): 
       expect(a.error).toBeInstanceOf(BusUnavailableError);
       expect((a.error as BusUnavailableError).retryable).toBe(true);
       expect(a.ms).toBeLessThan(2_500);
+      const many = await timed(
+        refused.publishMany([{ subject: subjects.request('o', 'r'), data: 'x', messageId: 'down-3' }]),
+      );
+      expect(many.error).toBeInstanceOf(BusUnavailableError);
+      expect(many.ms).toBeLessThan(2_500);
       expect(await refused.health()).toMatchObject({ ok: false });
       await refused.close();
 

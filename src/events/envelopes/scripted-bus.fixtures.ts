@@ -1,4 +1,11 @@
-import type { Bus, BusHealth, ConsumerHandle, PublishOptions, PublishResult } from '../bus.js';
+import type {
+  Bus,
+  BusHealth,
+  ConsumerHandle,
+  OutgoingMessage,
+  PublishOptions,
+  PublishResult,
+} from '../bus.js';
 import { BusUnavailableError, toBytes } from '../bus.js';
 
 /**
@@ -16,6 +23,8 @@ export class ScriptedBus implements Bus {
   refuse: (messageId: string) => boolean = () => false;
   /** Every publish call, in call order, whatever its outcome. */
   readonly calls: string[] = [];
+  /** Sizes of the publishMany batches, in call order. */
+  readonly batches: number[] = [];
   /** Messages stored, in order; duplicates are not stored again. */
   readonly stored: { subject: string; messageId: string; data: Uint8Array }[] = [];
   private readonly seqById = new Map<string, number>();
@@ -35,6 +44,14 @@ export class ScriptedBus implements Bus {
     this.stored.push({ subject, messageId: options.messageId, data: toBytes(data) });
     this.seqById.set(options.messageId, this.stored.length);
     return { duplicate: false, seq: this.stored.length };
+  }
+
+  /** Message by message under the same script, so a bus going down mid-batch stores a prefix. */
+  async publishMany(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
+    this.batches.push(messages.length);
+    const results: PublishResult[] = [];
+    for (const m of messages) results.push(await this.publish(m.subject, m.data, m));
+    return results;
   }
 
   async consume(): Promise<ConsumerHandle> {

@@ -29,6 +29,7 @@ import {
   deadLetterHeaders,
   deadLetterMessageId,
   type MessageHandler,
+  type OutgoingMessage,
   type PublishOptions,
   type PublishResult,
   toBytes,
@@ -236,6 +237,43 @@ export class NatsBus implements Bus {
     );
   }
 
+  /**
+   * Every publish goes out before the first ack is awaited: one connection keeps them in order, so
+   * the stream stores them in the order given, and the server dedupes each by its Nats-Msg-Id.
+   */
+  async publishMany(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
+    for (const m of messages) {
+      if (!streamOf(assertSubject(m.subject)))
+        throw new InvalidSubjectError(`no stream holds subject ${m.subject}`);
+    }
+    if (messages.length === 0) return [];
+    return this.run('publish many', async (nc) => {
+      const js = this.jetstream(nc);
+      const acks = await Promise.allSettled(
+        messages.map((m) =>
+          js.publish(prefixed(this.subjectPrefix, m.subject), toBytes(m.data), {
+            msgID: m.messageId,
+            headers: toNatsHeaders(m.headers),
+            timeout: this.timeoutMs,
+          }),
+        ),
+      );
+      return acks.map((a) => {
+        if (a.status === 'rejected') throw a.reason;
+        return { duplicate: a.value.duplicate, seq: a.value.seq };
+      });
+    });
+  }
+
+  private jetstream(nc: NatsConnection): JetStreamClient {
+    let js = this.clients.get(nc);
+    if (!js) {
+      js = nc.jetstream({ timeout: this.timeoutMs });
+      this.clients.set(nc, js);
+    }
+    return js;
+  }
+
   publishRaw(
     subject: string,
     data: Uint8Array,
@@ -243,12 +281,7 @@ export class NatsBus implements Bus {
     headers: Record<string, string> | undefined,
   ): Promise<PublishResult> {
     return this.run('publish', async (nc) => {
-      let js = this.clients.get(nc);
-      if (!js) {
-        js = nc.jetstream({ timeout: this.timeoutMs });
-        this.clients.set(nc, js);
-      }
-      const ack = await js.publish(subject, data, {
+      const ack = await this.jetstream(nc).publish(subject, data, {
         msgID: messageId,
         headers: toNatsHeaders(headers),
         timeout: this.timeoutMs,

@@ -12,6 +12,7 @@ import {
   deadLetterHeaders,
   deadLetterMessageId,
   type MessageHandler,
+  type OutgoingMessage,
   type PublishOptions,
   type PublishResult,
   toBytes,
@@ -82,6 +83,12 @@ WITH picked AS (
 SELECT l.seq, l.delivery_count, l.exhausted, m.subject, m.message_id, m.data, m.headers
   FROM leased l JOIN svc_bus_messages m ON m.seq = l.seq
  ORDER BY l.seq`;
+
+/** pg sends a Buffer inside an array as bytea; a plain Uint8Array would go as text. */
+const toBuffer = (data: Uint8Array | string): Buffer => {
+  const bytes = toBytes(data);
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+};
 
 const CONNECTION_ERROR_CODES = new Set([
   'ECONNREFUSED',
@@ -185,6 +192,38 @@ export class PostgresBus implements Bus {
     const row = rows[0]!;
     if (!row.duplicate) this.notifySoon();
     return { duplicate: row.duplicate, seq: row.published_seq };
+  }
+
+  /** One statement for the whole batch (migrations/postgres/0009_bus_publish_many.sql): all or nothing. */
+  async publishMany(messages: readonly OutgoingMessage[]): Promise<PublishResult[]> {
+    const streams: string[] = [];
+    for (const m of messages) {
+      const stream = streamOf(assertSubject(m.subject));
+      if (!stream) throw new InvalidSubjectError(`no stream holds subject ${m.subject}`);
+      streams.push(stream.key);
+    }
+    if (messages.length === 0) return [];
+    if (this.closed) throw new BusUnavailableError('bus is closed');
+    const { rows } = await this.run('bus publish many', () =>
+      this.pool.query<{ ord: number; published_seq: number; duplicate: boolean }>(
+        `SELECT ord, published_seq, duplicate
+           FROM svc_bus_publish_many($1::text[], $2::text[], $3::text[], $4::bytea[], $5::jsonb[], $6)`,
+        [
+          streams,
+          messages.map((m) => prefixed(this.prefix, m.subject)),
+          messages.map((m) => m.messageId),
+          messages.map((m) => toBuffer(m.data)),
+          messages.map((m) => JSON.stringify(m.headers ?? {})),
+          this.windowMs,
+        ],
+      ),
+    );
+    if (rows.length !== messages.length)
+      throw new Error(`bus publish many: ${rows.length} results for ${messages.length} messages`);
+    const results = new Array<PublishResult>(messages.length);
+    for (const r of rows) results[r.ord - 1] = { duplicate: r.duplicate, seq: Number(r.published_seq) };
+    if (rows.some((r) => !r.duplicate)) this.notifySoon();
+    return results;
   }
 
   /**
