@@ -543,3 +543,149 @@ describe('live session stream', () => {
     }
   });
 });
+
+describe('activity panels: legacy manifest CSV, org scope only (SPEC 4.5)', () => {
+  it('usage_daily answers the manifest block, then the CSV header and one row per day and model', async () => {
+    const org = (await cp.createOrganization(actor, wsA, 'Org Activity')).org_id;
+    const project = (await cp.createProject(actor, org, 'Proj Activity')).project_id;
+    const key = (await cp.createApiKey(actor, project, 'key activity')).api_key_id;
+    const tenant = { org_id: org, project_id: project, workspace_id: wsA, api_key_id: key };
+    const rand = prng(45);
+    const rows = [
+      generateRequest({ tenant, requestId: 'req_act_1', startedAt: new Date('2025-05-02T08:00:00Z'), rand }),
+      generateRequest({ tenant, requestId: 'req_act_2', startedAt: new Date('2025-05-03T23:59:59Z'), rand }),
+    ];
+    await insertGenerated((table, r) => chdb.insert(table, r), rows);
+    const at = new Date();
+    const fixed = Fastify();
+    registerQueryRoutes(fixed, { ...options(), now: () => at });
+    const res = await fixed.inject({
+      method: 'GET',
+      url: `/api/exports/panel?org_id=${org}&from=2025-05-01&to=2025-06-01&panel=usage_daily`,
+      headers: { authorization: `Bearer ${tok.ada}` },
+    });
+    await fixed.close();
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(res.headers['content-disposition']).toBe(
+      'attachment; filename="usage_daily_2025-05-01_2025-06-01.csv"',
+    );
+    const line = (g: GeneratedRequest) => {
+      const r = g.request;
+      return [
+        String(r.started_at).slice(0, 10),
+        org,
+        'Org Activity',
+        project,
+        'Proj Activity',
+        r.provider,
+        r.model_served,
+        '1',
+        '0',
+        r.prompt_tokens,
+        r.completion_tokens,
+        r.total_tokens,
+        '0',
+        '0',
+        formatUsd(g.total),
+      ].join(',');
+    };
+    expect(res.body).toBe(
+      [
+        '# svc-manifest v1',
+        '# panel=usage_daily',
+        '# scope=org',
+        `# org_id=${org}`,
+        '# from=2025-05-01T00:00:00.000Z',
+        '# to=2025-06-01T00:00:00.000Z',
+        '# dimension=',
+        `# generated_at=${at.toISOString()}`,
+        '# rows=2',
+        'usage_date_utc,org_id,org_name,project_id,project_name,provider,model,requests,errors,prompt_tokens,completion_tokens,total_tokens,cache_read_tokens,cache_write_tokens,cost_usd',
+        line(rows[0]!),
+        line(rows[1]!),
+        '',
+      ].join('\r\n'),
+    );
+  });
+
+  it('usage_breakdown has the same manifest, with the dimension keys, and JSON carries it too', async () => {
+    const org = t.a1!.org_id;
+    const url = `/api/exports/panel?org_id=${org}&from=2025-03-01&to=2025-03-02&panel=usage_breakdown&dimension=team`;
+    const csv = await get(url);
+    expect(csv.statusCode, csv.body).toBe(200);
+    const lines = csv.body.split('\r\n');
+    expect(lines.slice(0, 7)).toEqual([
+      '# svc-manifest v1',
+      '# panel=usage_breakdown',
+      '# scope=org',
+      `# org_id=${org}`,
+      '# from=2025-03-01T00:00:00.000Z',
+      '# to=2025-03-02T00:00:00.000Z',
+      '# dimension=team',
+    ]);
+    expect(lines[7]).toMatch(/^# generated_at=\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(lines[9]).toBe(
+      'usage_date_utc,org_id,org_name,project_id,project_name,api_key_id,api_key_name,api_key_prefix,provider,model,meter,modality,tier,dim_team,quantity',
+    );
+    const data = lines.slice(10, -1);
+    expect(data.length).toBeGreaterThan(0);
+    expect(lines[8]).toBe(`# rows=${data.length}`);
+    expect(lines.at(-1)).toBe('');
+    const asJson = json(await get(`${url}&format=json`)) as {
+      manifest: Record<string, string>;
+      rows: unknown[];
+    };
+    expect(asJson.manifest).toMatchObject({
+      panel: 'usage_breakdown',
+      scope: 'org',
+      org_id: org,
+      dimension: 'team',
+      rows: String(data.length),
+    });
+    expect(asJson.rows).toHaveLength(data.length);
+    // The finance panel keeps its plain CSV: no manifest block.
+    const finance = await get(`/api/exports/panel?org_id=${org}&from=2025-03-01&to=2025-03-02`);
+    expect(finance.body.startsWith('usage_date_utc,')).toBe(true);
+  });
+
+  it('refuses every scope but one org with 400 naming the parameter', async () => {
+    const a = t.a1!;
+    const base = '&from=2025-03-01&to=2025-04-01';
+    for (const panel of ['usage_daily', 'usage_breakdown']) {
+      for (const [param, url] of [
+        ['workspace_id', `/api/exports/panel?panel=${panel}&workspace_id=${wsA}${base}`],
+        ['workspace_id', `/api/exports/panel?panel=${panel}&org_id=${a.org_id}&workspace_id=${wsA}${base}`],
+        [
+          'project_id',
+          `/api/exports/panel?panel=${panel}&org_id=${a.org_id}&project_id=${a.project_id}${base}`,
+        ],
+        [
+          'api_key_id',
+          `/api/exports/panel?panel=${panel}&org_id=${a.org_id}&api_key_id=${a.api_key_id}${base}`,
+        ],
+        ['org_id', `/api/exports/panel?panel=${panel}${base}`],
+      ] as const) {
+        const res = await get(url);
+        expect(res.statusCode, url).toBe(400);
+        expect(json(res).param, url).toBe(param);
+        expect(json(res).message, url).toMatch(/org_id only|org scope only/);
+      }
+    }
+    // A developer token bound to one project cannot read an org-wide activity panel.
+    const bound = await get(
+      `/api/exports/panel?panel=usage_daily&org_id=${t.a3!.org_id}${base}`,
+      tok.devOtherProject!,
+    );
+    expect(bound.statusCode).toBe(403);
+    expect(json(bound).param).toBe('project_id');
+    // The finance panel still takes project and key scope.
+    const finance = await get(
+      `/api/exports/panel?org_id=${a.org_id}&project_id=${a.project_id}&api_key_id=${a.api_key_id}${base}`,
+    );
+    expect(finance.statusCode, finance.body.slice(0, 200)).toBe(200);
+    const unknown = await get(`/api/exports/panel?org_id=${a.org_id}&panel=usage_weekly${base}`);
+    expect(unknown.statusCode).toBe(400);
+    expect(json(unknown).message).toMatch(/legacy manifest/);
+  });
+});

@@ -1,5 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { ServiceError } from '../../../lib/errors.js';
+import {
+  activityManifest,
+  assertActivityScope,
+  isActivityPanel,
+  PANEL_HELP,
+  toManifestCsv,
+} from '../../../query/activity.js';
 import { readVerifiedBody } from '../../../query/body.js';
 import { bindDimensions, parseDimensionKeys } from '../../../query/dimensions.js';
 import { runExport, toCsv } from '../../../query/export.js';
@@ -41,8 +48,9 @@ export const registerFinanceRoutes = (app: FastifyInstance, o: QueryHttpOptions)
     const caller = await callerOf(o, request);
     const q = queryOf(request);
     const panel = (q.panel ?? 'cost_detail') as Panel;
-    if (!PANELS.includes(panel))
-      throw new ServiceError('bad_request', `panel must be one of ${PANELS.join(', ')}`, { param: 'panel' });
+    if (!PANELS.includes(panel)) throw new ServiceError('bad_request', PANEL_HELP, { param: 'panel' });
+    // Activity panels: org scope only, legacy manifest CSV (see query/activity.ts for the shape).
+    if (isActivityPanel(panel)) assertActivityScope(panel, q, caller);
     const format = q.format ?? 'csv';
     if (format !== 'csv' && format !== 'json')
       throw new ServiceError('bad_request', 'format must be csv or json', { param: 'format' });
@@ -82,9 +90,23 @@ export const registerFinanceRoutes = (app: FastifyInstance, o: QueryHttpOptions)
     });
     const name = `${panel}_${window.from.toISOString().slice(0, 10)}_${window.to.toISOString().slice(0, 10)}.${format}`;
     reply.header('content-disposition', `attachment; filename="${name}"`);
+    const manifest = isActivityPanel(panel)
+      ? activityManifest({
+          panel,
+          orgId: scope.orgIds[0]!,
+          ...window,
+          dimensionKeys: keys,
+          generatedAt: o.now?.() ?? new Date(),
+          rows: result.rows.length,
+        })
+      : null;
     if (format === 'json')
-      return reply.type('application/json').send({ panel, columns: result.columns, rows: result.rows });
-    return reply.type('text/csv; charset=utf-8').send(toCsv(result));
+      return reply
+        .type('application/json')
+        .send({ panel, ...(manifest ? { manifest } : {}), columns: result.columns, rows: result.rows });
+    return reply
+      .type('text/csv; charset=utf-8')
+      .send(manifest ? toManifestCsv(manifest, result) : toCsv(result));
   });
 
   app.get('/api/body/by-request/:request_id', async (request, reply) => {
