@@ -4,6 +4,7 @@ import type {
   AttemptTarget,
   Credentials,
   FailureKind,
+  Outcome,
   ProviderAdapter,
 } from '../providers/provider.js';
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest } from './contract.js';
@@ -30,18 +31,21 @@ export interface PipelineBudget {
   backoffMs: number;
 }
 
-export type PipelineResult =
+export type PipelineResult<R = CanonicalReply, C = CanonicalChunk> =
   | {
       ok: true;
       endpoint: RegistryEndpoint;
       credentials: Credentials;
-      reply?: CanonicalReply;
+      reply?: R;
       /** For streams: the first chunk already read (the commit point) and the rest. */
-      first?: CanonicalChunk;
-      rest?: AsyncIterator<CanonicalChunk>;
+      first?: C;
+      rest?: AsyncIterator<C>;
       attempts: AttemptRecord[];
     }
   | { ok: false; attempts: AttemptRecord[]; failures: AttemptFailure[] };
+
+/** One attempt of the request's operation on one candidate (chat unless the route says otherwise). */
+export type AttemptCall<R, C> = (adapter: ProviderAdapter, target: AttemptTarget) => Promise<Outcome<R, C>>;
 
 export interface PipelineDeps {
   adapters: ReadonlyMap<Adapter, ProviderAdapter>;
@@ -64,12 +68,21 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * tried again while the shared retry budget and the deadline last, then the next candidate. A
  * stream commits once its first chunk arrived: later failures end the stream, never fall back.
  */
-export const runAttempts = async (
+export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
   request: CanonicalRequest,
   candidates: readonly RegistryEndpoint[],
   deps: PipelineDeps,
-  context: { requestId: string; signal: AbortSignal; budget: PipelineBudget },
-): Promise<PipelineResult> => {
+  context: {
+    requestId: string;
+    signal: AbortSignal;
+    budget: PipelineBudget;
+    /** The operation other than chat (embeddings, responses) this request dispatches. */
+    call?: AttemptCall<R, C>;
+  },
+): Promise<PipelineResult<R, C>> => {
+  const chat: AttemptCall<R, C> = (adapter, target) =>
+    adapter.chat(request, target) as Promise<Outcome<R, C>>;
+  const call = context.call ?? chat;
   const attempts: AttemptRecord[] = [];
   const failures: AttemptFailure[] = [];
   const deadline = Date.now() + context.budget.deadlineMs;
@@ -118,7 +131,7 @@ export const runAttempts = async (
         return { ok: false, attempts, failures };
       }
       const started = Date.now();
-      const outcome = await adapter.chat(request, {
+      const outcome = await call(adapter, {
         endpoint,
         credentials,
         requestId: context.requestId,

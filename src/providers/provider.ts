@@ -1,5 +1,5 @@
 import type { Adapter } from '../commands/registry/events.js';
-import type { CanonicalChunk, CanonicalReply, CanonicalRequest } from '../gateway/contract.js';
+import type { CanonicalChunk, CanonicalReply, CanonicalRequest, Usage } from '../gateway/contract.js';
 import type { RegistryEndpoint } from '../gateway/registry/snapshot.js';
 import type { ErrorCode } from '../lib/errors.js';
 
@@ -32,6 +32,11 @@ export interface AttemptFailure {
    * mapping (SPEC 7.5: status, error type by catalogue code, and the exception name as error.code).
    */
   surface?: { status: number; code: ErrorCode; displayCode?: string; param?: string };
+  /**
+   * Usage the upstream already served before the attempt failed (a fanned-out operation whose later
+   * call failed, SPEC 4.1 rule 4): recorded and charged once although the request fails.
+   */
+  consumed?: Usage;
 }
 
 /** A failure after the stream began: ends it with the terminal error frame (SPEC 4.1 rule 5). */
@@ -66,13 +71,59 @@ export interface AttemptTarget {
   limits: { maxResponseBytes: number; maxErrorMessageBytes: number };
 }
 
-export type AttemptOutcome =
-  | { ok: true; reply: CanonicalReply }
-  | { ok: true; stream: AsyncIterable<CanonicalChunk> }
+/** What one attempt gave: a whole reply, a stream (committed at its first item), or a failure. */
+export type Outcome<R, C> =
+  | { ok: true; reply: R }
+  | { ok: true; stream: AsyncIterable<C> }
   | { ok: false; failure: AttemptFailure };
+
+export type AttemptOutcome = Outcome<CanonicalReply, CanonicalChunk>;
+
+/**
+ * Operations relayed in the primary dialect's own JSON rather than through the chat contract
+ * (SPEC 4.1: embeddings, responses). The canonical request keeps the parsed body in `raw`.
+ */
+export type JsonOperation = 'embeddings' | 'responses';
+
+/** A buffered JSON reply: the body the caller gets, and the usage it is priced by. */
+export interface JsonReply {
+  body: Record<string, unknown>;
+  usage: Usage | null;
+  serviceTier?: unknown;
+}
+
+/** One upstream SSE event relayed as it came; `usage` when the event reports the whole reply's. */
+export interface RelayedEvent {
+  event: string | undefined;
+  data: string;
+  usage?: Usage;
+  serviceTier?: unknown;
+}
+
+export type JsonOutcome = Outcome<JsonReply, RelayedEvent>;
 
 /** Provider adapters are mostly data and translation (STYLE.md rule 7); the pipeline owns retries. */
 export interface ProviderAdapter {
   readonly id: Adapter;
   chat(request: CanonicalRequest, target: AttemptTarget): Promise<AttemptOutcome>;
+  /** Absent: the adapter does not serve the operation (the structured unsupported error). */
+  embeddings?(request: CanonicalRequest, target: AttemptTarget): Promise<JsonOutcome>;
+  responses?(request: CanonicalRequest, target: AttemptTarget): Promise<JsonOutcome>;
 }
+
+/**
+ * An operation the candidate's adapter cannot serve (SPEC 4.7: responses on the managed runtime,
+ * embeddings on the messages-style provider). Capability gating normally keeps such candidates
+ * out; when the registry claims otherwise the next candidate may still serve.
+ */
+export const unsupportedOperation = (adapter: string, operation: string): AttemptFailure => {
+  const message = `${operation} is not supported by the ${adapter} provider`;
+  return {
+    kind: 'Internal',
+    message,
+    providerMessage: message,
+    retryable: false,
+    fallback: true,
+    surface: { status: 400, code: 'invalid_request_error', displayCode: 'unsupported_operation' },
+  };
+};

@@ -2,11 +2,27 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Adapter, Capability } from '../../../commands/registry/events.js';
 import type { ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
 import type { CompletedRequest, CompletionSink } from '../../../gateway/completed.js';
-import type { CanonicalChunk, CanonicalRequest, RouteVerdict, Usage } from '../../../gateway/contract.js';
+import type {
+  CanonicalChunk,
+  CanonicalReply,
+  CanonicalRequest,
+  RouteVerdict,
+  Usage,
+} from '../../../gateway/contract.js';
 import type { EscrowPort } from '../../../gateway/escrow.js';
 import { estimatedUsage, observedUsage, pricingUsageOf } from '../../../gateway/metering.js';
-import { type PipelineBudget, runAttempts } from '../../../gateway/pipeline.js';
-import { escrowEstimate, priceUsage } from '../../../gateway/pricing/index.js';
+import {
+  type AttemptCall,
+  type PipelineBudget,
+  type PipelineResult,
+  runAttempts,
+} from '../../../gateway/pipeline.js';
+import {
+  type EscrowShape,
+  escrowEstimate,
+  type Operation as PricingOperation,
+  priceUsage,
+} from '../../../gateway/pricing/index.js';
 import type { RateLimiter } from '../../../gateway/rate-limit.js';
 import type { RegistryEndpoint, RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
 import { failureError } from '../../../gateway/render/failures.js';
@@ -183,9 +199,159 @@ export const admit = (
 };
 
 /**
+ * Wallet-funded candidates hold the largest of their estimates before any upstream call. Answers
+ * the request itself (402, or 503 when funds cannot be checked) and returns that reply when the
+ * hold is refused; null when the request may go on.
+ */
+export const holdEscrow = async (
+  scope: RequestScope,
+  deps: GatewayDeps,
+  candidates: readonly RegistryEndpoint[],
+  shape: (endpoint: RegistryEndpoint) => EscrowShape,
+): Promise<FastifyReply | null> => {
+  const { key, tenancy, registry, startedAt, requestId, fail } = scope;
+  let hold: Usd | null = null;
+  for (const e of candidates) {
+    if (tenancy.credentials(key.projectId, e.adapter)?.funding !== 'wallet') continue;
+    const estimate = escrowEstimate(registry.cardAt(e, startedAt.getTime()), shape(e));
+    if (estimate.status === 'reserved')
+      hold = hold === null ? estimate.amount : maxUsd(hold, estimate.amount);
+  }
+  if (hold === null) return null;
+  let held: Awaited<ReturnType<EscrowPort['hold']>>;
+  try {
+    held = await deps.escrow.hold({ requestId, workspaceId: key.workspaceId, amountUsd: formatUsd(hold) });
+  } catch {
+    // Funds cannot be checked: fail closed, in the caller's envelope, and still record the request.
+    return fail(new ServiceError('service_unavailable', 'wallet funds could not be checked; retry shortly'));
+  }
+  if (held.ok) return null;
+  return fail(
+    new ServiceError(
+      'insufficient_funds',
+      held.reason === 'no_wallet'
+        ? 'this workspace has no wallet funding platform-key traffic'
+        : `insufficient wallet funds: this request holds up to ${formatUsd(hold)} USD${held.availableUsd ? `, ${held.availableUsd} USD available` : ''}`,
+    ),
+  );
+};
+
+/** Prices a served request's usage on the endpoint's rate card at the request's start. */
+export const priceServed = (
+  scope: RequestScope,
+  endpoint: RegistryEndpoint,
+  operation: PricingOperation,
+  usage: Usage,
+  serviceTier: unknown,
+): void => {
+  const { completed } = scope;
+  completed.usage = usage;
+  completed.pricing = priceUsage(
+    scope.registry.cardAt(endpoint, scope.startedAt.getTime()),
+    pricingUsageOf(operation, usage, completed.request, serviceTier),
+  );
+};
+
+export type Dispatched<R, C> =
+  | { ok: false; reply: FastifyReply }
+  | {
+      ok: true;
+      result: Extract<PipelineResult<R, C>, { ok: true }>;
+      abort: AbortController;
+      /** Stops treating a closed client connection as a cancellation. */
+      release: () => void;
+    };
+
+/**
+ * The attempt pipeline for an admitted request. A failed request is answered here in the caller's
+ * envelope (or recorded as 499 when the client left); usage an upstream already served before the
+ * failure is priced all the same (SPEC 4.1 rule 4). A served one has its endpoint recorded.
+ */
+export const dispatch = async <R = CanonicalReply, C = CanonicalChunk>(
+  scope: RequestScope,
+  reply: FastifyReply,
+  deps: GatewayDeps,
+  candidates: readonly RegistryEndpoint[],
+  options: { pricing: PricingOperation; call?: AttemptCall<R, C> },
+): Promise<Dispatched<R, C>> => {
+  const { completed, key, tenancy, requestId } = scope;
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) abort.abort();
+  };
+  reply.raw.on('close', onClose);
+  const release = () => reply.raw.off('close', onClose);
+
+  const result = await runAttempts<R, C>(
+    completed.request,
+    candidates,
+    {
+      adapters: deps.adapters,
+      credentials: (endpoint) => tenancy.credentials(key.projectId, endpoint.adapter),
+      limits: deps.limits,
+      onAttempt: deps.onAttempt,
+    },
+    {
+      requestId,
+      signal: abort.signal,
+      budget: deps.budget,
+      ...(options.call ? { call: options.call } : {}),
+    },
+  );
+  completed.attempts = result.attempts;
+  if (result.ok) {
+    const { endpoint, credentials } = result;
+    completed.provider = endpoint.lane;
+    completed.modelServed = endpoint.model;
+    completed.providerModelId = endpoint.provider_model_id;
+    completed.funding = credentials.funding;
+    return { ok: true, result, abort, release };
+  }
+  release();
+  const last = result.attempts.at(-1);
+  if (last) {
+    completed.provider = last.provider;
+    completed.modelServed = last.model;
+    completed.providerModelId = last.provider_model_id;
+    const consumed = result.failures.at(-1)?.consumed;
+    const endpoint = candidates.find((e) => e.lane === last.provider && e.model === last.model);
+    if (consumed && endpoint) {
+      completed.funding = tenancy.credentials(key.projectId, endpoint.adapter)?.funding ?? null;
+      priceServed(scope, endpoint, options.pricing, consumed, undefined);
+    }
+  }
+  if (abort.signal.aborted) {
+    scope.finish(499, new ServiceError('upstream_error', 'client closed the request', { status: 499 }));
+    return { ok: false, reply };
+  }
+  return { ok: false, reply: scope.fail(failureError(result.attempts, result.failures)) };
+};
+
+/** A buffered JSON answer: time to first byte is the whole reply, then the record. */
+export const sendJson = (scope: RequestScope, reply: FastifyReply, text: string): FastifyReply => {
+  scope.completed.ttfbMs = Date.now() - scope.startedAt.getTime();
+  scope.finish(200, undefined, scope.completed.tracing.full ? Buffer.from(text) : null);
+  return reply.code(200).type('application/json').send(text);
+};
+
+/** Commits the reply to a stream: SSE headers with the request id (SPEC 4.1 rule 5). */
+export const openEventStream = (reply: FastifyReply, requestId: string) => {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    [REQUEST_ID_HEADER]: requestId,
+  });
+  return res;
+};
+
+/**
  * The request path after an edge parsed its dialect (issue 6): request id, rate limit, selection,
  * the attempt pipeline, the reply or stream rendered in the caller's dialect, metering, and the
- * request.completed hand-off after the reply. Every edge of every dialect runs through here.
+ * request.completed hand-off after the reply. Every chat-shaped edge of every dialect runs through
+ * here; the JSON operations (embeddings, responses) share its parts in operations.ts.
  */
 export const serveCompletion = async (
   request: FastifyRequest,
@@ -202,120 +368,44 @@ export const serveCompletion = async (
 ): Promise<FastifyReply> => {
   const { canonical, dialect } = options;
   const scope = openRequest(request, reply, deps, options);
-  const { requestId, startedAt, key, tenancy, registry, completed, finish, fail } = scope;
+  const { requestId, startedAt, completed, finish } = scope;
   const tracing = completed.tracing;
   const selected = admit(scope, reply, deps, { ...options, model: canonical.model });
   if (!selected.ok) return selected.reply;
 
-  // Wallet-funded candidates hold the largest of their estimates before any upstream call.
-  let hold: Usd | null = null;
-  for (const e of selected.candidates) {
-    if (tenancy.credentials(key.projectId, e.adapter)?.funding !== 'wallet') continue;
-    const estimate = escrowEstimate(registry.cardAt(e, startedAt.getTime()), {
-      operation: 'chat',
-      prompt_tokens: Math.ceil(options.requestBytes / 4),
-      max_output_tokens: canonical.maxTokens ?? e.max_output_tokens ?? 4_096,
-    });
-    if (estimate.status === 'reserved')
-      hold = hold === null ? estimate.amount : maxUsd(hold, estimate.amount);
-  }
-  if (hold !== null) {
-    let held: Awaited<ReturnType<EscrowPort['hold']>>;
-    try {
-      held = await deps.escrow.hold({ requestId, workspaceId: key.workspaceId, amountUsd: formatUsd(hold) });
-    } catch {
-      // Funds cannot be checked: fail closed, in the caller's envelope, and still record the request.
-      return fail(
-        new ServiceError('service_unavailable', 'wallet funds could not be checked; retry shortly'),
-      );
-    }
-    if (!held.ok) {
-      return fail(
-        new ServiceError(
-          'insufficient_funds',
-          held.reason === 'no_wallet'
-            ? 'this workspace has no wallet funding platform-key traffic'
-            : `insufficient wallet funds: this request holds up to ${formatUsd(hold)} USD${held.availableUsd ? `, ${held.availableUsd} USD available` : ''}`,
-        ),
-      );
-    }
-  }
+  const refused = await holdEscrow(scope, deps, selected.candidates, (e) => ({
+    operation: 'chat',
+    prompt_tokens: Math.ceil(options.requestBytes / 4),
+    max_output_tokens: canonical.maxTokens ?? e.max_output_tokens ?? 4_096,
+  }));
+  if (refused) return refused;
 
-  const abort = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) abort.abort();
-  };
-  reply.raw.on('close', onClose);
-
-  const result = await runAttempts(
-    canonical,
-    selected.candidates,
-    {
-      adapters: deps.adapters,
-      credentials: (endpoint) => tenancy.credentials(key.projectId, endpoint.adapter),
-      limits: deps.limits,
-      onAttempt: deps.onAttempt,
-    },
-    { requestId, signal: abort.signal, budget: deps.budget },
-  );
-  completed.attempts = result.attempts;
-  if (!result.ok) {
-    reply.raw.off('close', onClose);
-    const last = result.attempts.at(-1);
-    if (last) {
-      completed.provider = last.provider;
-      completed.modelServed = last.model;
-      completed.providerModelId = last.provider_model_id;
-    }
-    if (abort.signal.aborted) {
-      finish(499, new ServiceError('upstream_error', 'client closed the request', { status: 499 }));
-      return reply;
-    }
-    return fail(failureError(result.attempts, result.failures));
-  }
-
-  const { endpoint, credentials } = result;
-  completed.provider = endpoint.lane;
-  completed.modelServed = endpoint.model;
-  completed.providerModelId = endpoint.provider_model_id;
-  completed.funding = credentials.funding;
+  const dispatched = await dispatch(scope, reply, deps, selected.candidates, { pricing: 'chat' });
+  if (!dispatched.ok) return dispatched.reply;
+  const { result, abort, release } = dispatched;
+  const { endpoint } = result;
   const identity = {
     id: dialect.replyId(requestId),
     created: Math.floor(startedAt.getTime() / 1_000),
     model: endpoint.model,
     requestId,
   };
-  const price = (usage: Usage, serviceTier: unknown) => {
-    completed.usage = usage;
-    completed.pricing = priceUsage(
-      registry.cardAt(endpoint, startedAt.getTime()),
-      pricingUsageOf('chat', usage, canonical, serviceTier),
-    );
-  };
+  const price = (usage: Usage, serviceTier: unknown) =>
+    priceServed(scope, endpoint, 'chat', usage, serviceTier);
 
   if (result.reply) {
-    reply.raw.off('close', onClose);
+    release();
     countTools(result.reply.message.tool_calls, completed.toolSummary);
     completed.usageEstimated = result.reply.usage === null;
     price(
       result.reply.usage ?? estimatedUsage(options.requestBytes, ''),
       result.reply.serviceTier ?? result.reply.raw?.service_tier,
     );
-    const text = JSON.stringify(dialect.reply(result.reply, identity));
-    completed.ttfbMs = Date.now() - startedAt.getTime();
-    finish(200, undefined, tracing.full ? Buffer.from(text) : null);
-    return reply.code(200).type('application/json').send(text);
+    return sendJson(scope, reply, JSON.stringify(dialect.reply(result.reply, identity)));
   }
 
   // Streamed: the first chunk arrived, so this candidate is committed (no fallback from here).
-  reply.hijack();
-  const res = reply.raw;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    [REQUEST_ID_HEADER]: requestId,
-  });
+  const res = openEventStream(reply, requestId);
   const renderer = dialect.stream(identity, { includeUsage: canonical.includeUsage });
   const traced: string[] = [];
   const write = async (frames: string[]) => {
@@ -362,7 +452,7 @@ export const serveCompletion = async (
       if (!res.destroyed) await write(renderer.error(streamError));
     }
   } finally {
-    reply.raw.off('close', onClose);
+    release();
     if (res.destroyed) await result.rest!.return?.();
   }
   if (!res.destroyed && !streamError) await write(renderer.end(usage));
