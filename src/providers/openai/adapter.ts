@@ -7,7 +7,14 @@ import type {
 } from '../../gateway/contract.js';
 import { SseParser } from '../../lib/sse.js';
 import { callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
-import { type AttemptOutcome, type AttemptTarget, type ProviderAdapter, StreamFailure } from '../provider.js';
+import {
+  type AttemptOutcome,
+  type AttemptTarget,
+  type JsonOutcome,
+  type ProviderAdapter,
+  StreamFailure,
+} from '../provider.js';
+import { embeddingsReply, jsonOperationOutcome, responsesReply } from './operations.js';
 
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -149,24 +156,63 @@ export const openAiShapedOutcome = async (
   }
 };
 
+/** One POST to `{base}/{path}` with the connection's bearer key and the request id. */
+const post = (target: AttemptTarget, path: string, body: string, stream: boolean) =>
+  callUpstream({
+    url: `${openAiBaseUrl(target.credentials.baseUrl, target.endpoint.base_url)}/${path}`,
+    headers: {
+      authorization: `Bearer ${target.credentials.secret}`,
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+      'x-svc-request-id': target.requestId,
+    },
+    body,
+    signal: target.signal,
+    timeoutMs: target.timeoutMs,
+    bodyTimeoutMs: target.timeoutMs,
+  });
+
+/** The inbound JSON with the upstream's model id: the other fields pass through unread. */
+const withModel = (raw: Record<string, unknown>, model: string) => JSON.stringify({ ...raw, model });
+
 export const openAiAdapter: ProviderAdapter = {
   id: 'openai',
   chat: async (request, target): Promise<AttemptOutcome> => {
-    const base = openAiBaseUrl(target.credentials.baseUrl, target.endpoint.base_url);
-    const called = await callUpstream({
-      url: `${base}/chat/completions`,
-      headers: {
-        authorization: `Bearer ${target.credentials.secret}`,
-        'content-type': 'application/json',
-        accept: request.stream ? 'text/event-stream' : 'application/json',
-        'x-svc-request-id': target.requestId,
-      },
-      body: openAiChatBody(request, target.endpoint.provider_model_id),
-      signal: target.signal,
-      timeoutMs: target.timeoutMs,
-      bodyTimeoutMs: target.timeoutMs,
-    });
+    const called = await post(
+      target,
+      'chat/completions',
+      openAiChatBody(request, target.endpoint.provider_model_id),
+      request.stream,
+    );
     if (!called.ok) return called;
     return openAiShapedOutcome(called.response, request.stream, target.limits);
+  },
+  embeddings: async (request, target): Promise<JsonOutcome> => {
+    const called = await post(
+      target,
+      'embeddings',
+      withModel(request.raw, target.endpoint.provider_model_id),
+      false,
+    );
+    if (!called.ok) return called;
+    return jsonOperationOutcome(called.response, {
+      stream: false,
+      limits: target.limits,
+      reply: embeddingsReply(target.endpoint.model),
+    });
+  },
+  responses: async (request, target): Promise<JsonOutcome> => {
+    const called = await post(
+      target,
+      'responses',
+      withModel(request.raw, target.endpoint.provider_model_id),
+      request.stream,
+    );
+    if (!called.ok) return called;
+    return jsonOperationOutcome(called.response, {
+      stream: request.stream,
+      limits: target.limits,
+      reply: responsesReply,
+    });
   },
 };

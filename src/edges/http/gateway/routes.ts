@@ -6,6 +6,7 @@ import { registerAltRoutes } from '../alt/routes.js';
 import { authenticateApiKey } from './auth.js';
 import { registerChatRoute } from './chat.js';
 import { registerModelRoutes } from './models.js';
+import { registerJsonOperationRoutes } from './operations.js';
 import type { GatewayDeps } from './serve.js';
 
 declare module 'fastify' {
@@ -28,8 +29,6 @@ const UNIMPLEMENTED_FAMILIES = [
 
 /** Routes of the primary edge that exist in the SPEC but are not built yet: 501 after auth. */
 const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
-  ['POST', '/responses'],
-  ['POST', '/embeddings'],
   ['POST', '/moderations'],
   ['POST', '/images/generations'],
   ['POST', '/images/edits'],
@@ -87,6 +86,7 @@ export const registerGatewayRoutes = async (
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: false });
       });
       registerChatRoute(v1, chat);
+      registerJsonOperationRoutes(v1, chat);
       registerModelRoutes(v1, chat);
       for (const [method, path] of PRIMARY_NOT_BUILT)
         v1.route({ method, url: path, handler: async () => notBuilt(`${method} /v1${path}`) });

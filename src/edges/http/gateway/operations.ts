@@ -1,0 +1,175 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Capability } from '../../../commands/registry/events.js';
+import type { CanonicalRequest, Usage } from '../../../gateway/contract.js';
+import { estimatedUsage } from '../../../gateway/metering.js';
+import type { AttemptCall } from '../../../gateway/pipeline.js';
+import { ERROR_CATALOGUE, ServiceError } from '../../../lib/errors.js';
+import { eventFrame } from '../../../lib/sse.js';
+import {
+  type JsonOperation,
+  type JsonReply,
+  type RelayedEvent,
+  StreamFailure,
+  unsupportedOperation,
+} from '../../../providers/provider.js';
+import { primaryDialect } from './dialect.js';
+import { parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
+import {
+  admit,
+  dispatch,
+  type GatewayDeps,
+  holdEscrow,
+  openEventStream,
+  openRequest,
+  priceServed,
+  sendJson,
+} from './serve.js';
+
+/** How a primary-dialect JSON operation differs from the next one; the request path is shared. */
+interface JsonRoute {
+  operation: JsonOperation;
+  /** SPEC 4.1 rule 3: candidates not advertising it are filtered out before dispatch. */
+  capability: Capability;
+  /** Named in errors: "no candidate for X supports <describe>". */
+  describe: string;
+}
+
+const ROUTES: Record<JsonOperation, JsonRoute> = {
+  embeddings: { operation: 'embeddings', capability: 'embeddings', describe: 'embeddings' },
+  responses: { operation: 'responses', capability: 'responses', describe: 'responses' },
+};
+
+const frameOf = (e: RelayedEvent): string =>
+  e.event === undefined ? `data: ${e.data}\n\n` : eventFrame(e.event, e.data);
+
+/** The Responses stream's own error event, for a stream that failed after it began (SPEC 7.6 rule 1). */
+const errorFrame = (err: ServiceError, requestId: string): string =>
+  eventFrame(
+    'error',
+    JSON.stringify({
+      type: 'error',
+      code: err.displayCode ?? err.code,
+      message: err.message,
+      param: null,
+      error_type: ERROR_CATALOGUE[err.code].primaryType,
+      request_id: requestId,
+    }),
+  );
+
+/**
+ * One JSON operation on the one request path: open, admit (rate limit, selection with capability
+ * gating), escrow, the attempt pipeline with retries and fallback, then the buffered body or the
+ * upstream's SSE events relayed as they came, priced under the operation's meters.
+ */
+export const serveJsonOperation = async (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: GatewayDeps,
+  canonical: CanonicalRequest,
+  route: JsonRoute,
+): Promise<FastifyReply> => {
+  const requestBytes = Number(request.headers['content-length'] ?? 0);
+  const scope = openRequest(request, reply, deps, { canonical, dialect: primaryDialect, requestBytes });
+  const { completed, requestId } = scope;
+  const admitted = admit(scope, reply, deps, {
+    model: canonical.model,
+    capability: route.capability,
+    operation: route.describe,
+  });
+  if (!admitted.ok) return admitted.reply;
+
+  const refused = await holdEscrow(scope, deps, admitted.candidates, (e) => ({
+    operation: route.operation,
+    prompt_tokens: Math.ceil(requestBytes / 4),
+    max_output_tokens:
+      route.operation === 'embeddings' ? 0 : (canonical.maxTokens ?? e.max_output_tokens ?? 4_096),
+  }));
+  if (refused) return refused;
+
+  const call: AttemptCall<JsonReply, RelayedEvent> = (adapter, target) => {
+    const serve = adapter[route.operation];
+    return serve
+      ? serve.call(adapter, canonical, target)
+      : Promise.resolve({ ok: false, failure: unsupportedOperation(adapter.id, route.describe) });
+  };
+  const dispatched = await dispatch(scope, reply, deps, admitted.candidates, {
+    pricing: route.operation,
+    call,
+  });
+  if (!dispatched.ok) return dispatched.reply;
+  const { result, abort, release } = dispatched;
+  const price = (usage: Usage | null, serviceTier: unknown, text: string) => {
+    completed.usageEstimated = usage === null;
+    priceServed(
+      scope,
+      result.endpoint,
+      route.operation,
+      usage ?? estimatedUsage(requestBytes, text),
+      serviceTier,
+    );
+  };
+
+  if (result.reply) {
+    release();
+    price(result.reply.usage, result.reply.serviceTier, '');
+    return sendJson(scope, reply, JSON.stringify(result.reply.body));
+  }
+
+  // The first event arrived: this candidate is committed, later failures end the stream in band.
+  const res = openEventStream(reply, requestId);
+  const traced: string[] = [];
+  const write = async (frame: string) => {
+    if (completed.tracing.full) traced.push(frame);
+    if (!res.write(frame))
+      await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+  };
+  let usage: Usage | null = null;
+  let serviceTier: unknown;
+  let relayedBytes = 0;
+  let streamError: ServiceError | undefined;
+  const relay = async (e: RelayedEvent) => {
+    if (completed.ttfbMs === null) completed.ttfbMs = Date.now() - scope.startedAt.getTime();
+    if (e.usage) usage = e.usage;
+    if (e.serviceTier !== undefined) serviceTier = e.serviceTier;
+    relayedBytes += e.data.length;
+    await write(frameOf(e));
+  };
+  try {
+    if (result.first) await relay(result.first);
+    for (;;) {
+      if (res.destroyed) break;
+      const next = await result.rest!.next();
+      if (next.done) break;
+      await relay(next.value);
+    }
+  } catch (err) {
+    if (!abort.signal.aborted) {
+      const message = err instanceof StreamFailure ? err.message : 'upstream stream failed';
+      streamError = new ServiceError('upstream_stream_error', message);
+      if (!res.destroyed) await write(errorFrame(streamError, requestId));
+    }
+  } finally {
+    release();
+    if (res.destroyed) await result.rest!.return?.();
+  }
+  if (!res.destroyed) res.end();
+  // Without a completed event the relayed volume is all there is to price (ceil(bytes / 4)).
+  price(usage, serviceTier, usage ? '' : ' '.repeat(relayedBytes));
+  const disconnected = abort.signal.aborted || (res.destroyed && !res.writableFinished);
+  scope.finish(
+    disconnected ? 499 : 200,
+    streamError,
+    completed.tracing.full ? Buffer.from(traced.join('')) : null,
+  );
+  return reply;
+};
+
+/** POST /v1/embeddings and POST /v1/responses (SPEC 4.1; issues 8, 9). */
+export const registerJsonOperationRoutes = (v1: FastifyInstance, deps: GatewayDeps): void => {
+  v1.post('/embeddings', { bodyLimit: deps.bodyLimit }, async (request, reply) =>
+    serveJsonOperation(request, reply, deps, parseEmbeddingsBody(request.body), ROUTES.embeddings),
+  );
+  v1.post('/responses', { bodyLimit: deps.bodyLimit }, async (request, reply) =>
+    serveJsonOperation(request, reply, deps, parseResponsesBody(request.body), ROUTES.responses),
+  );
+};

@@ -1,0 +1,194 @@
+import type { Usage } from '../../gateway/contract.js';
+import { SseParser } from '../../lib/sse.js';
+import { failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
+import {
+  type AttemptFailure,
+  type AttemptTarget,
+  type JsonOutcome,
+  type JsonReply,
+  type RelayedEvent,
+  StreamFailure,
+} from '../provider.js';
+
+/**
+ * The reference wire's JSON operations (SPEC 4.1: embeddings, responses), shared by every adapter
+ * whose upstream answers in that wire (openai, azure): the body read under the size cap, the
+ * usage each operation reports, and the Responses event stream relayed event by event.
+ */
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
+
+const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+
+/** Embeddings usage `{prompt_tokens, total_tokens}`: input only. */
+export const embeddingsUsage = (u: unknown): Usage | null => {
+  if (!isRecord(u)) return null;
+  const prompt = count(u.prompt_tokens);
+  return { prompt_tokens: prompt, completion_tokens: 0, total_tokens: count(u.total_tokens) || prompt };
+};
+
+/**
+ * Responses usage in the chat usage shape: input and output tokens, cached input, and the reasoning
+ * share of the output (attribution only, SPEC 4.1 rule 9).
+ */
+export const responsesUsage = (u: unknown): Usage | null => {
+  if (!isRecord(u)) return null;
+  const input = count(u.input_tokens);
+  const output = count(u.output_tokens);
+  const inputDetails = isRecord(u.input_tokens_details) ? u.input_tokens_details : {};
+  const outputDetails = isRecord(u.output_tokens_details) ? u.output_tokens_details : {};
+  return {
+    prompt_tokens: input,
+    completion_tokens: output,
+    total_tokens: count(u.total_tokens) || input + output,
+    ...(typeof inputDetails.cached_tokens === 'number'
+      ? { prompt_tokens_details: { cached_tokens: inputDetails.cached_tokens } }
+      : {}),
+    ...(outputDetails.reasoning_tokens !== undefined
+      ? { completion_tokens_details: { reasoning_tokens: outputDetails.reasoning_tokens as number } }
+      : {}),
+  };
+};
+
+/** A 200 body read under the size cap and parsed, or the attempt failure it amounts to. */
+export const readJsonBody = async (
+  response: UpstreamResponse,
+  limits: AttemptTarget['limits'],
+): Promise<{ ok: true; json: Record<string, unknown> } | { ok: false; failure: AttemptFailure }> => {
+  let read: { bytes: Buffer; over: boolean };
+  try {
+    read = await readCapped(response.body, limits.maxResponseBytes);
+  } catch {
+    return {
+      ok: false,
+      failure: {
+        kind: 'UpstreamError',
+        message: 'upstream reply read failed',
+        retryable: true,
+        fallback: true,
+      },
+    };
+  }
+  if (read.over) {
+    return {
+      ok: false,
+      failure: {
+        kind: 'ResponseTooLarge',
+        message: `upstream reply exceeded ${limits.maxResponseBytes} bytes`,
+        retryable: false,
+        fallback: true,
+      },
+    };
+  }
+  try {
+    const json: unknown = JSON.parse(read.bytes.toString('utf8'));
+    if (isRecord(json)) return { ok: true, json };
+  } catch {
+    // Falls through to the same failure as a non-object body.
+  }
+  return {
+    ok: false,
+    failure: {
+      kind: 'UpstreamError',
+      message: 'upstream reply was not JSON',
+      retryable: true,
+      fallback: true,
+    },
+  };
+};
+
+/** Events that end a Responses stream and carry the whole response (with its usage). */
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/**
+ * A Responses event stream relayed as it came. Usage comes from the terminal event; an `error`
+ * event, a read failure, the size cap, or an end before any terminal event throws StreamFailure.
+ */
+export async function* responsesEvents(
+  response: UpstreamResponse,
+  maxBytes: number,
+): AsyncGenerator<RelayedEvent> {
+  const parser = new SseParser();
+  let ended = false;
+  const relayed = (e: { event: string | undefined; data: string }): RelayedEvent | null => {
+    if (e.data === '[DONE]') return null;
+    let json: unknown;
+    try {
+      json = JSON.parse(e.data);
+    } catch {
+      throw new StreamFailure('decode', 'upstream sent an undecodable stream event');
+    }
+    const type = isRecord(json) && typeof json.type === 'string' ? json.type : e.event;
+    if (type === 'error') {
+      const err = isRecord(json) && isRecord(json.error) ? json.error : isRecord(json) ? json : {};
+      throw new StreamFailure(
+        'in_band',
+        typeof err.message === 'string' ? err.message : e.data,
+        typeof err.code === 'string' ? err.code : undefined,
+      );
+    }
+    if (type !== undefined && TERMINAL.has(type) && isRecord(json) && isRecord(json.response)) {
+      ended = true;
+      const usage = responsesUsage(json.response.usage);
+      return {
+        ...e,
+        ...(usage ? { usage } : {}),
+        ...(json.response.service_tier !== undefined ? { serviceTier: json.response.service_tier } : {}),
+      };
+    }
+    return e;
+  };
+  try {
+    for await (const piece of response.body) {
+      const events = parser.push(piece as Uint8Array);
+      if (parser.bytes > maxBytes)
+        throw new StreamFailure('size_cap', `upstream stream exceeded ${maxBytes} bytes`);
+      for (const e of events) {
+        const out = relayed(e);
+        if (out) yield out;
+      }
+    }
+    for (const e of parser.end()) {
+      const out = relayed(e);
+      if (out) yield out;
+    }
+    if (!ended) throw new StreamFailure('read', 'upstream stream ended before the response completed');
+  } catch (err) {
+    if (err instanceof StreamFailure) throw err;
+    throw new StreamFailure('read', 'upstream stream read failed');
+  } finally {
+    response.body.destroy();
+  }
+}
+
+/** What a reference-wire upstream answered to a JSON operation, as an attempt outcome. */
+export const jsonOperationOutcome = async (
+  response: UpstreamResponse,
+  options: {
+    stream: boolean;
+    limits: AttemptTarget['limits'];
+    reply: (json: Record<string, unknown>) => JsonReply;
+  },
+): Promise<JsonOutcome> => {
+  if (response.statusCode !== 200)
+    return { ok: false, failure: await failureFromStatus(response, options.limits.maxErrorMessageBytes) };
+  if (options.stream) return { ok: true, stream: responsesEvents(response, options.limits.maxResponseBytes) };
+  const read = await readJsonBody(response, options.limits);
+  return read.ok ? { ok: true, reply: options.reply(read.json) } : read;
+};
+
+/** Embeddings: the upstream's list with the catalog model name, priced on its input tokens. */
+export const embeddingsReply =
+  (model: string) =>
+  (json: Record<string, unknown>): JsonReply => ({
+    body: { ...json, model },
+    usage: embeddingsUsage(json.usage),
+  });
+
+/** Responses: the upstream's Response object as it came. */
+export const responsesReply = (json: Record<string, unknown>): JsonReply => ({
+  body: json,
+  usage: responsesUsage(json.usage),
+  ...(json.service_tier !== undefined ? { serviceTier: json.service_tier } : {}),
+});

@@ -1,0 +1,291 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { RequestCompleted } from '../../src/events/envelopes/request-completed.js';
+import { cutStream, type FakeOpenAI, reply, startFakeOpenAI, status } from '../fakes/openai-upstream.js';
+import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+
+// Issues 8 and 9 on the reference provider: POST /v1/embeddings and POST /v1/responses through the
+// one request path with the real `openai` SDK against `svc serve` (SPEC 4.1 rules 3-4, 7.1, 7.4).
+
+let fake: FakeOpenAI;
+let gw: GatewayEnv;
+let client: OpenAI;
+
+const post = async (path: string, body: unknown) => {
+  const res = await fetch(`${gw.serve.httpUrl}/v1${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${gw.boot.api_key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: res.status,
+    headers: res.headers,
+    json: (await res.json()) as { error: Record<string, unknown> },
+  };
+};
+
+/** The request.completed envelope published for a request id. */
+const envelopeOf = async (requestId: string): Promise<RequestCompleted> => {
+  const { PostgresBus } = await import('../../src/events/postgres/bus.js');
+  const { requestCompletedSchema } = await import('../../src/events/envelopes/request-completed.js');
+  const bus = new PostgresBus(gw.db.pool, { connectionString: gw.db.url });
+  const seen = new Map<string, unknown>();
+  const consumer = await bus.consume(
+    `test-operations-${requestId}`,
+    'svc.requests.>',
+    async (m) => {
+      seen.set(m.messageId, JSON.parse(Buffer.from(m.data).toString('utf8')));
+      await m.ack();
+    },
+    { ackWaitMs: 5_000, maxDeliveries: 3 },
+  );
+  try {
+    await eventually(async () => seen.has(requestId), 10_000, `the envelope of ${requestId}`);
+  } finally {
+    await consumer.close();
+    await bus.close();
+  }
+  return requestCompletedSchema.parse(seen.get(requestId));
+};
+
+const upsert = (model: string, capabilities: string, input: string, output: string) =>
+  gw.svc([
+    'registry',
+    'upsert',
+    '--lane',
+    'openai',
+    '--adapter',
+    'openai',
+    '--model',
+    model,
+    '--provider-model-id',
+    `${model}-upstream`,
+    '--base-url',
+    fake.url,
+    '--capabilities',
+    capabilities,
+    '--input-price-per-token',
+    input,
+    '--output-price-per-token',
+    output,
+  ]);
+
+beforeAll(async () => {
+  fake = await startFakeOpenAI();
+  gw = await startGatewayEnv({ SVC_GATEWAY_RETRIES: '1', SVC_GATEWAY_RETRY_BACKOFF_MS: '5' });
+  await upsert('text-embedding-3-small', 'embeddings', '0.00000002', '0.00000002');
+  await upsert('gpt-4o', 'chat,streaming,responses', '0.0000025', '0.00001');
+  await upsert('gpt-4o-mini', 'chat,streaming', '0.00000015', '0.0000006');
+  await gw.svc([
+    'connections',
+    'create',
+    '--project',
+    gw.boot.project_id,
+    '--provider',
+    'openai',
+    '--name',
+    'primary',
+    '--secret',
+    'sk-x',
+  ]);
+  client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
+  await eventually(
+    async () =>
+      (await post('/embeddings', { model: 'text-embedding-3-small', input: 'ping' })).status === 200,
+    10_000,
+    'gateway snapshots',
+  );
+});
+afterAll(async () => {
+  await gw?.stop();
+  await fake?.close();
+});
+beforeEach(() => fake.reset());
+
+describe('POST /v1/embeddings', () => {
+  it('buffered through the openai adapter: {base}/embeddings with the upstream id, the catalog model back, priced once', async () => {
+    fake.enqueue(reply({ path: '/v1/embeddings', tokens: { promptTokens: 1000 }, embeddingDimensions: 8 }));
+    const { data: r, response } = await client.embeddings
+      .create({
+        model: 'text-embedding-3-small',
+        input: ['alpha', 'beta'],
+        encoding_format: 'float',
+        user: 'u-1',
+      })
+      .withResponse();
+    expect(r.object).toBe('list');
+    expect(r.model).toBe('text-embedding-3-small');
+    expect(r.data.map((d) => [d.index, d.embedding.length])).toEqual([
+      [0, 8],
+      [1, 8],
+    ]);
+    expect(r.usage).toEqual({ prompt_tokens: 1000, total_tokens: 1000 });
+    const sent = fake.requests.at(-1)!;
+    expect(sent.path).toBe('/v1/embeddings');
+    expect(sent.apiKey).toBe('sk-x');
+    expect(sent.body).toEqual({
+      model: 'text-embedding-3-small-upstream',
+      input: ['alpha', 'beta'],
+      encoding_format: 'float',
+      user: 'u-1',
+    });
+
+    const requestId = response.headers.get('x-svc-request-id')!;
+    expect(requestId).toMatch(/^req_/);
+    const envelope = await envelopeOf(requestId);
+    expect(envelope).toMatchObject({
+      route: '/v1/embeddings',
+      model_requested: 'text-embedding-3-small',
+      model_served: 'text-embedding-3-small',
+      provider_model_id: 'text-embedding-3-small-upstream',
+      status: 'success',
+      http_status: 200,
+      end_user_id: 'u-1',
+      usage: { prompt_tokens: 1000, completion_tokens: 0 },
+    });
+    // 1000 x 0.00000002
+    expect(envelope.total_cost_usd).toBe('0.00002');
+    expect(envelope.cost_lines.map((l) => [l.meter, l.quantity, l.amount])).toEqual([
+      ['input_token', 1000, '0.00002'],
+    ]);
+  });
+
+  it('token-id input and base64 pass through to the reference provider', async () => {
+    const r = await client.embeddings.create({
+      model: 'text-embedding-3-small',
+      input: [[1, 2, 3]],
+      encoding_format: 'base64',
+    });
+    // Asked for explicitly, base64 comes back as the upstream encoded it: 1536 float32 values.
+    const encoded = r.data[0]!.embedding as unknown as string;
+    expect(Buffer.from(encoded, 'base64')).toHaveLength(1536 * 4);
+    expect(fake.requests.at(-1)!.body).toMatchObject({ input: [[1, 2, 3]], encoding_format: 'base64' });
+  });
+
+  it('capability gating: a model without embeddings is 400 no_compatible_candidate, no upstream call', async () => {
+    const r = await post('/embeddings', { model: 'gpt-4o-mini', input: 'x' });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ type: 'no_compatible_candidate', code: 'no_compatible_candidate' });
+    expect(r.json.error.message).toContain('embeddings');
+    expect(r.headers.get('x-svc-request-id')).toMatch(/^req_/);
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('request-global malformed input is 400 before any upstream call, naming the param', async () => {
+    for (const [body, param] of [
+      [{ model: 'text-embedding-3-small', input: [] }, 'input'],
+      [{ model: 'text-embedding-3-small', input: ['a', 1] }, 'input'],
+      [{ model: 'text-embedding-3-small', input: [[1, -2]] }, 'input'],
+      [{ model: 'text-embedding-3-small' }, 'input'],
+      [{ model: 'text-embedding-3-small', input: 'x', encoding_format: 'int8' }, 'encoding_format'],
+      [{ model: 'text-embedding-3-small', input: 'x', dimensions: 0 }, 'dimensions'],
+      [{ input: 'x' }, 'model'],
+    ] as const) {
+      const r = await post('/embeddings', body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.json.error).toMatchObject({ type: 'invalid_request_error', param });
+    }
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('an upstream 500 is retried, then surfaced in the primary envelope', async () => {
+    fake.enqueue(status(500), status(500));
+    const r = await post('/embeddings', { model: 'text-embedding-3-small', input: 'x' });
+    expect(r.status).toBe(502);
+    expect(r.json.error).toMatchObject({ type: 'upstream_error' });
+    expect(fake.requests).toHaveLength(2);
+  });
+});
+
+describe('POST /v1/responses', () => {
+  it('buffered: {base}/responses with the upstream id, the Response object relayed, usage priced', async () => {
+    fake.enqueue(
+      reply({
+        path: '/v1/responses',
+        text: 'hello back',
+        tokens: { promptTokens: 400, completionTokens: 100 },
+      }),
+    );
+    const { data: r, response } = await client.responses
+      .create({ model: 'gpt-4o', input: 'hello', instructions: 'be brief' })
+      .withResponse();
+    expect(r.object).toBe('response');
+    expect(r.status).toBe('completed');
+    expect(r.output_text).toBe('hello back');
+    expect(r.usage).toMatchObject({ input_tokens: 400, output_tokens: 100 });
+    const sent = fake.requests.at(-1)!;
+    expect(sent.path).toBe('/v1/responses');
+    expect(sent.body).toEqual({ model: 'gpt-4o-upstream', input: 'hello', instructions: 'be brief' });
+    const envelope = await envelopeOf(response.headers.get('x-svc-request-id')!);
+    expect(envelope).toMatchObject({
+      route: '/v1/responses',
+      stream: false,
+      status: 'success',
+      usage: { prompt_tokens: 400, completion_tokens: 100 },
+    });
+    // 400 x 0.0000025 + 100 x 0.00001 = 0.001 + 0.001
+    expect(envelope.total_cost_usd).toBe('0.002');
+  });
+
+  it('streamed: the upstream events relayed verbatim, usage from response.completed', async () => {
+    fake.enqueue(
+      reply({
+        path: '/v1/responses',
+        text: 'one two three',
+        tokens: { promptTokens: 40, completionTokens: 3 },
+      }),
+    );
+    const { data: stream, response } = await client.responses
+      .create({ model: 'gpt-4o', input: 'count', stream: true })
+      .withResponse();
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const types: string[] = [];
+    let text = '';
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed') completed = event.response;
+    }
+    expect(text).toBe('one two three');
+    expect(types[0]).toBe('response.created');
+    expect(types.at(-1)).toBe('response.completed');
+    expect(completed?.usage).toMatchObject({ input_tokens: 40, output_tokens: 3 });
+    expect(fake.requests.at(-1)!.body).toMatchObject({ model: 'gpt-4o-upstream', stream: true });
+    const envelope = await envelopeOf(response.headers.get('x-svc-request-id')!);
+    expect(envelope).toMatchObject({
+      route: '/v1/responses',
+      stream: true,
+      status: 'success',
+      usage: { prompt_tokens: 40, completion_tokens: 3 },
+    });
+    // 40 x 0.0000025 + 3 x 0.00001 = 0.0001 + 0.00003
+    expect(envelope.total_cost_usd).toBe('0.00013');
+  });
+
+  it('a stream cut before response.completed ends with an error event and is recorded as failed', async () => {
+    fake.enqueue(cutStream(4, { path: '/v1/responses', text: 'a b c d e f' }));
+    const res = await fetch(`${gw.serve.httpUrl}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.boot.api_key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o', input: 'x', stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    const last = body.trim().split('\n\n').at(-1)!;
+    expect(last.split('\n')[0]).toBe('event: error');
+    expect(JSON.parse(last.split('\n')[1]!.slice('data: '.length))).toMatchObject({
+      type: 'error',
+      code: 'upstream_stream_error',
+    });
+    const envelope = await envelopeOf(res.headers.get('x-svc-request-id')!);
+    expect(envelope).toMatchObject({ route: '/v1/responses', status: 'error' });
+  });
+
+  it('capability gating applies to responses too', async () => {
+    const r = await post('/responses', { model: 'gpt-4o-mini', input: 'x' });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'no_compatible_candidate' });
+    expect(fake.requests).toHaveLength(0);
+  });
+});
