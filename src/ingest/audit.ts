@@ -1,4 +1,4 @@
-import type { Bus } from '../events/bus.js';
+import type { Bus, OutgoingMessage } from '../events/bus.js';
 import type { RequestCompleted } from '../events/envelopes/request-completed.js';
 import { subjects } from '../events/subjects.js';
 import { canonicalJson } from '../lib/canonical-json.js';
@@ -55,9 +55,16 @@ export const requestLoggedRecord = (e: RequestCompleted): RequestLoggedRecord =>
 export const requestLoggedMessageId = (requestId: string): string =>
   `audit:${REQUEST_LOGGED_ACTION}:${requestId}`;
 
-/** Resolves once the bus stored the event (or already held it under the same id). */
-export const emitRequestLogged = async (bus: Bus, e: RequestCompleted): Promise<void> => {
-  await bus.publish(subjects.audit(e.workspace_id), canonicalJson(requestLoggedRecord(e)), {
-    messageId: requestLoggedMessageId(e.request_id),
-  });
+export const requestLoggedMessage = (e: RequestCompleted): OutgoingMessage => ({
+  subject: subjects.audit(e.workspace_id),
+  data: canonicalJson(requestLoggedRecord(e)),
+  messageId: requestLoggedMessageId(e.request_id),
+});
+
+/**
+ * The audit events of one flush in one batch publish; resolves once the bus stored all of them.
+ * A rejection may leave some stored: emitting the batch again stores none twice (same ids).
+ */
+export const emitRequestsLogged = async (bus: Bus, envelopes: readonly RequestCompleted[]): Promise<void> => {
+  await bus.publishMany(envelopes.map(requestLoggedMessage));
 };

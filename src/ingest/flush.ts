@@ -4,7 +4,7 @@ import { bodyBytes } from '../events/envelopes/body.js';
 import { type BodyRef, isChunkedBody, type RequestCompleted } from '../events/envelopes/request-completed.js';
 import type { BodySide } from '../events/subjects.js';
 import type { ObjectStore } from '../objects/port.js';
-import { emitRequestLogged } from './audit.js';
+import { emitRequestsLogged } from './audit.js';
 import { type DlqReason, INGEST_TABLES, type IngestMetrics, type IngestTable } from './metrics.js';
 import { buildPack, type Frame, packKey, writePack } from './pack.js';
 import { type DurabilitySampler, readBack } from './readback.js';
@@ -222,18 +222,28 @@ export const flushBatch = async (
   for (const [table, n] of counts) metrics.durableWrites.inc({ table }, n);
   lap('readBackMs');
 
-  // Audit events, then the settle hook: both only for rows known durable.
+  // Audit events, then the settle hook: both only for rows known durable. One batch publish for
+  // the flush; a batch the bus will not take fails every request in it (their rows stay committed).
   const auditing = live();
-  const emitted = await settleAll(auditing, deps.concurrency, (i) =>
-    withRetries(deps.retry, () => emitRequestLogged(deps.bus, i.envelope)),
-  );
-  emitted.forEach((r, n) => {
-    if (r.status === 'rejected') {
-      const id = auditing[n]!.envelope.request_id;
-      deps.onError(r.reason, `audit event of ${id}`);
-      fail([id], 'audit_emit', describe(r.reason));
+  if (auditing.length > 0) {
+    try {
+      await withRetries(
+        deps.retry,
+        () =>
+          emitRequestsLogged(
+            deps.bus,
+            auditing.map((i) => i.envelope),
+          ),
+        (err, again) => deps.onError(err, `audit events of ${stamp.batchId}${again ? '; retrying' : ''}`),
+      );
+    } catch (err) {
+      fail(
+        auditing.map((i) => i.envelope.request_id),
+        'audit_emit',
+        describe(err),
+      );
     }
-  });
+  }
   lap('auditMs');
   const hook = deps.onRequestLogged;
   if (hook) {
