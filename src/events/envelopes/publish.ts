@@ -8,9 +8,12 @@ export { buildBodyRef } from './body.js';
 /**
  * Durable publication of request.completed (ARCHITECTURE.md "The request path", issue 6 item 8).
  * `record` returns at once; the record goes to the bus in the background, body chunks first and the
- * envelope last under message id = request id. When the bus is unavailable (or refuses a record)
- * the record is appended to the spool, and a drainer republishes the spool in order once the bus
- * answers. Every message id is deterministic, so a record published twice (a crash mid-drain, a
+ * envelope last under message id = request id. Records are micro-batched: whatever was recorded
+ * in one event-loop turn (or `maxBatchRecords` of it) goes out in one `publishMany`, so a busy
+ * gateway makes one bus write per batch rather than one per message. The in-memory queue is
+ * bounded; past it, and whenever the bus is unavailable, records are appended to the spool, and a
+ * drainer republishes the spool in order once the bus answers. A batch the bus refuses for another
+ * reason is retried record by record, so one bad record is spooled (and set aside) alone. Every message id is deterministic, so a record published twice (a crash mid-drain, a
  * late ack after shutdown spooled it) is dropped by the bus within its duplicate window, and
  * ingest dedupes by request_id beyond it.
  */
@@ -19,8 +22,10 @@ export interface RequestRecordPublisherOptions {
   bus: Bus;
   /** SVC_DATA_DIR; the spool lives in `<dataDir>/spool`. */
   dataDir: string;
-  /** Records published at the same time on the live path. */
+  /** Batches published at the same time on the live path. */
   concurrency?: number;
+  /** Records in one live batch at most; a partial batch goes on the next event-loop turn. */
+  maxBatchRecords?: number;
   /** Past either bound, new records are spooled instead of held in memory. */
   maxQueuedRecords?: number;
   maxQueuedBytes?: number;
@@ -56,8 +61,9 @@ interface Queued {
   bytes: number;
 }
 
-interface InFlight extends Queued {
-  /** Set when close() gave up waiting and spooled the record; a late outcome is then ignored. */
+interface InFlight {
+  batch: Queued[];
+  /** Set when close() gave up waiting and spooled the batch; a late outcome is then ignored. */
   abandoned: boolean;
   done: Promise<void>;
 }
@@ -75,6 +81,8 @@ export class RequestRecordPublisher {
   private closed: Promise<void> | undefined;
   private readonly drainer: SpoolDrainer;
   private readonly concurrency: number;
+  private readonly maxBatchRecords: number;
+  private pumpScheduled = false;
   private readonly maxQueuedRecords: number;
   private readonly maxQueuedBytes: number;
 
@@ -84,7 +92,8 @@ export class RequestRecordPublisher {
     backlog: number,
     private readonly options: RequestRecordPublisherOptions,
   ) {
-    this.concurrency = options.concurrency ?? 32;
+    this.concurrency = options.concurrency ?? 4;
+    this.maxBatchRecords = Math.max(1, options.maxBatchRecords ?? 256);
     this.maxQueuedRecords = options.maxQueuedRecords ?? 10_000;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
     this.drainer = new SpoolDrainer(
@@ -127,13 +136,26 @@ export class RequestRecordPublisher {
     }
     this.queue.push({ record, bytes });
     this.queuedBytes += bytes;
-    this.pump();
+    if (this.queue.length >= this.maxBatchRecords) this.pump();
+    else this.pumpSoon();
+  }
+
+  /** Lets the rest of this event-loop turn add to the batch. */
+  private pumpSoon(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
   }
 
   pending(): number {
+    let inFlight = 0;
+    for (const f of this.inFlight) inFlight += f.batch.length;
     return (
       this.queue.length +
-      this.inFlight.size +
+      inFlight +
       this.spoolWrites.size +
       this.drainer.backlog +
       this.drainer.stranded.length
@@ -181,7 +203,7 @@ export class RequestRecordPublisher {
     for (const f of this.inFlight) {
       f.abandoned = true;
       this.inFlight.delete(f);
-      this.toSpool(f.record);
+      for (const q of f.batch) this.toSpool(q.record);
     }
     await draining;
     for (const record of this.drainer.stranded.splice(0)) this.toSpool(record);
@@ -193,24 +215,31 @@ export class RequestRecordPublisher {
 
   private pump(): void {
     while (this.inFlight.size < this.concurrency && this.queue.length > 0) {
-      const next = this.queue.shift()!;
-      this.queuedBytes -= next.bytes;
+      const batch = this.queue.splice(0, this.maxBatchRecords);
+      for (const q of batch) this.queuedBytes -= q.bytes;
       if (!this.busUp) {
-        this.toSpool(next.record);
+        for (const q of batch) this.toSpool(q.record);
         continue;
       }
-      const flight: InFlight = { ...next, abandoned: false, done: Promise.resolve() };
-      flight.done = this.publish(next.record).then(
+      const flight: InFlight = { batch, abandoned: false, done: Promise.resolve() };
+      flight.done = this.bus.publishMany(batch.flatMap((q) => q.record.messages)).then(
         () => {
           if (flight.abandoned) return;
           this.inFlight.delete(flight);
-          this.published++;
+          this.published += batch.length;
           this.pump();
         },
-        (err: unknown) => {
+        async (err: unknown) => {
           if (flight.abandoned) return;
-          this.inFlight.delete(flight);
-          this.onLiveFailure(next.record, err);
+          if (err instanceof BusUnavailableError) {
+            this.inFlight.delete(flight);
+            this.onUnavailable(batch, err);
+          } else {
+            // Refused: find the record the bus will not take by sending them one at a time.
+            this.report(err, `publish a batch of ${batch.length}; retrying record by record`);
+            await this.publishOneByOne(flight);
+            this.inFlight.delete(flight);
+          }
           this.pump();
         },
       );
@@ -218,15 +247,31 @@ export class RequestRecordPublisher {
     }
   }
 
-  private onLiveFailure(record: SpoolRecord, err: unknown): void {
-    this.report(err, `publish ${record.requestId}; spooled`);
-    if (err instanceof BusUnavailableError) {
-      this.busUp = false;
-      // Everything behind it would wait out the same timeout: spool the queue now.
-      for (const q of this.queue.splice(0)) this.toSpool(q.record);
-      this.queuedBytes = 0;
+  private async publishOneByOne(flight: InFlight): Promise<void> {
+    for (const [i, q] of flight.batch.entries()) {
+      if (flight.abandoned) return;
+      try {
+        await this.publish(q.record);
+        if (!flight.abandoned) this.published++;
+      } catch (err) {
+        if (flight.abandoned) return;
+        if (err instanceof BusUnavailableError) {
+          this.onUnavailable(flight.batch.slice(i), err);
+          return;
+        }
+        this.report(err, `publish ${q.record.requestId}; spooled`);
+        this.toSpool(q.record);
+      }
     }
-    this.toSpool(record);
+  }
+
+  /** Everything behind a batch the bus did not answer would wait out the same timeout: spool it. */
+  private onUnavailable(batch: Queued[], err: unknown): void {
+    this.report(err, `publish ${batch.length} records; spooled`);
+    this.busUp = false;
+    for (const q of batch) this.toSpool(q.record);
+    for (const q of this.queue.splice(0)) this.toSpool(q.record);
+    this.queuedBytes = 0;
   }
 
   // A throwing log hook must not turn a handled failure into an unhandled rejection.
@@ -236,8 +281,9 @@ export class RequestRecordPublisher {
     } catch {}
   }
 
+  /** One record (its chunks, then its envelope) in one batch publish. */
   private async publish(record: SpoolRecord): Promise<void> {
-    for (const m of record.messages) await this.bus.publish(m.subject, m.data, { messageId: m.messageId });
+    await this.bus.publishMany(record.messages);
   }
 
   private toSpool(record: SpoolRecord): void {

@@ -77,6 +77,37 @@ describe('RequestRecordPublisher', () => {
     expect(await spooledLines()).toEqual([]);
   });
 
+  it('batches what is recorded in one turn: a full batch at once, the rest on the next turn', async () => {
+    const bus = new ScriptedBus();
+    const publisher = await open(bus, { maxBatchRecords: 256 });
+    recordMany(publisher, 600);
+    // Two full batches left at once; the last 88 wait for the end of this turn.
+    expect(bus.batches).toEqual([256, 256]);
+    await publisher.flush();
+    expect(bus.batches).toEqual([256, 256, 88]);
+    const ids = bus.envelopeIds();
+    expect([...ids].sort()).toEqual(Array.from({ length: 600 }, (_, i) => `req_${i}`).sort());
+    // Batches in flight together may interleave; each keeps its records in order.
+    const position = (i: number) => ids.indexOf(`req_${i}`);
+    for (const [from, to] of [
+      [0, 256],
+      [256, 512],
+      [512, 600],
+    ] as const)
+      for (let i = from + 1; i < to; i++) expect(position(i)).toBeGreaterThan(position(i - 1));
+    expect(publisher.stats()).toMatchObject({ published: 600, spooled: 0, pending: 0 });
+  });
+
+  it('sends a record in one batch: its chunks, then its envelope', async () => {
+    const bus = new ScriptedBus();
+    const publisher = await open(bus);
+    publisher.record(sampleDraft({ request_id: 'one' }), { request: 'q', response: randomBytes(600_000) });
+    publisher.record(sampleDraft({ request_id: 'two' }));
+    await publisher.flush();
+    expect(bus.batches).toEqual([5]);
+    expect(bus.stored.map((m) => m.messageId)).toEqual(['one:res:0', 'one:res:1', 'one:res:2', 'one', 'two']);
+  });
+
   it('publishes body chunks before their envelope, which references them', async () => {
     const bus = new ScriptedBus();
     const publisher = await open(bus);
