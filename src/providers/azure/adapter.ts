@@ -1,14 +1,29 @@
 import { callUpstream } from '../http.js';
 import { openAiChatBody, openAiShapedOutcome } from '../openai/adapter.js';
-import type { AttemptOutcome, ProviderAdapter } from '../provider.js';
+import { embeddingsUsage, jsonOperationOutcome, responsesReply } from '../openai/operations.js';
+import type { AttemptOutcome, JsonOutcome, ProviderAdapter } from '../provider.js';
 import type { DeploymentHostAdapter } from './origin.js';
-import { azureHeaders, chatUrl, deploymentCall } from './requests.js';
+import {
+  azureHeaders,
+  chatUrl,
+  deploymentCall,
+  embeddingsReply,
+  embeddingsRequest,
+  type PreparedRequest,
+  responsesRequest,
+} from './requests.js';
 
 /**
  * The deployment-host adapter (SPEC 4.7): the chat body goes out as the caller sent it (tools,
  * tool_choice and stream fields included) to the mapped deployment, and the reply is already in the
  * primary dialect, so the reference adapter's reply and stream reading serve it unchanged.
+ * Embeddings go to the deployment path too; responses to the resource host's v1 surface. A model
+ * without a deployment mapping fails every operation before any upstream call, fallback-eligible.
  */
+
+const send = (prepared: PreparedRequest, signal: AbortSignal, timeoutMs: number) =>
+  callUpstream({ ...prepared, signal, timeoutMs, bodyTimeoutMs: timeoutMs });
+
 const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
   id,
   chat: async (request, target): Promise<AttemptOutcome> => {
@@ -25,6 +40,31 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
     });
     if (!called.ok) return called;
     return openAiShapedOutcome(called.response, request.stream, target.limits);
+  },
+  embeddings: async (request, target): Promise<JsonOutcome> => {
+    const prepared = deploymentCall(target.endpoint, target.credentials);
+    if (!prepared.ok) return prepared;
+    const { endpoint, credentials } = target;
+    const out = embeddingsRequest(request.raw, prepared.call, endpoint, credentials.secret, target.requestId);
+    const called = await send(out, target.signal, target.timeoutMs);
+    if (!called.ok) return called;
+    return jsonOperationOutcome(called.response, {
+      stream: false,
+      limits: target.limits,
+      reply: (json) => ({ body: embeddingsReply(json, endpoint), usage: embeddingsUsage(json.usage) }),
+    });
+  },
+  responses: async (request, target): Promise<JsonOutcome> => {
+    const prepared = deploymentCall(target.endpoint, target.credentials);
+    if (!prepared.ok) return prepared;
+    const out = responsesRequest(request.raw, prepared.call, target.credentials.secret, target.requestId);
+    const called = await send(out, target.signal, target.timeoutMs);
+    if (!called.ok) return called;
+    return jsonOperationOutcome(called.response, {
+      stream: request.stream,
+      limits: target.limits,
+      reply: responsesReply,
+    });
   },
 });
 
