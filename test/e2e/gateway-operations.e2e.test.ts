@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { RequestCompleted } from '../../src/events/envelopes/request-completed.js';
 import { cutStream, type FakeOpenAI, reply, startFakeOpenAI, status } from '../fakes/openai-upstream.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { completedEnvelope } from '../helpers/request-envelopes.js';
 
 // Issues 8 and 9 on the reference provider: POST /v1/embeddings and POST /v1/responses through the
 // one request path with the real `openai` SDK against `svc serve` (SPEC 4.1 rules 3-4, 7.1, 7.4).
@@ -24,29 +24,7 @@ const post = async (path: string, body: unknown) => {
   };
 };
 
-/** The request.completed envelope published for a request id. */
-const envelopeOf = async (requestId: string): Promise<RequestCompleted> => {
-  const { PostgresBus } = await import('../../src/events/postgres/bus.js');
-  const { requestCompletedSchema } = await import('../../src/events/envelopes/request-completed.js');
-  const bus = new PostgresBus(gw.db.pool, { connectionString: gw.db.url });
-  const seen = new Map<string, unknown>();
-  const consumer = await bus.consume(
-    `test-operations-${requestId}`,
-    'svc.requests.>',
-    async (m) => {
-      seen.set(m.messageId, JSON.parse(Buffer.from(m.data).toString('utf8')));
-      await m.ack();
-    },
-    { ackWaitMs: 5_000, maxDeliveries: 3 },
-  );
-  try {
-    await eventually(async () => seen.has(requestId), 10_000, `the envelope of ${requestId}`);
-  } finally {
-    await consumer.close();
-    await bus.close();
-  }
-  return requestCompletedSchema.parse(seen.get(requestId));
-};
+const envelopeOf = (requestId: string) => completedEnvelope(gw, requestId);
 
 const upsert = (model: string, capabilities: string, input: string, output: string) =>
   gw.svc([

@@ -12,7 +12,8 @@ import {
 import { type FakeCredentials, verifySigV4 } from './bedrock-runtime-sigv4.js';
 
 /**
- * A fake managed runtime (Converse, ConverseStream) and its control-plane listings on 127.0.0.1.
+ * A fake managed runtime (Converse, ConverseStream, and InvokeModel for Titan text embeddings) and
+ * its control-plane listings on 127.0.0.1.
  * Every request's SigV4 signature is verified with the AWS SDK signer; a bad one is refused 403
  * InvalidSignatureException as the real service does. Runtime requests must carry
  * x-svc-request-id outside SignedHeaders, or they are refused and the violation recorded.
@@ -142,6 +143,28 @@ const sendStream = async (
   res.end();
 };
 
+/** Titan text embeddings: `{inputText, dimensions?}` to `{embedding, inputTextTokenCount}`. */
+const sendEmbedding = (res: ServerResponse, b: ReplyBehaviour, body: unknown) => {
+  const { inputText, dimensions } = (body ?? {}) as { inputText?: unknown; dimensions?: unknown };
+  if (typeof inputText !== 'string' || inputText === '') {
+    sendException(res, {
+      kind: 'exception',
+      status: 400,
+      name: 'ValidationException',
+      message: 'Malformed input request: required key [inputText] not found',
+    });
+    return;
+  }
+  const size = typeof dimensions === 'number' ? dimensions : 4;
+  const embedding = Array.from(
+    { length: size },
+    (_, i) => ((inputText.charCodeAt(i % inputText.length) % 17) - 8) / 8,
+  );
+  res
+    .writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': 'fake-rid' })
+    .end(JSON.stringify({ embedding, inputTextTokenCount: b.usage?.inputTokens ?? wordCount(inputText) }));
+};
+
 export const startFakeBedrock = async (
   options: { region?: string; credentials?: FakeCredentials; listing?: ControlPlaneListing } = {},
 ): Promise<FakeBedrock> => {
@@ -214,7 +237,7 @@ export const startFakeBedrock = async (
       });
       return;
     }
-    const op = /^\/model\/[^/]+\/(converse|converse-stream)$/.exec(path)?.[1];
+    const op = /^\/model\/[^/]+\/(converse|converse-stream|invoke)$/.exec(path)?.[1];
     if (!op) {
       sendException(res, {
         kind: 'exception',
@@ -229,6 +252,7 @@ export const startFakeBedrock = async (
       sendException(res, behaviour);
       return;
     }
+    if (op === 'invoke') return sendEmbedding(res, behaviour, body);
     const text = lastUserText(body);
     const blocks = behaviour.blocks ?? [{ text }];
     const outText = blocks.map((x) => x.text ?? '').join(' ');

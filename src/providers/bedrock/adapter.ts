@@ -1,7 +1,8 @@
-import { parseAccessKeyPair } from '../../commands/connections/validation.js';
+import { type AccessKeyPair, parseAccessKeyPair } from '../../commands/connections/validation.js';
 import type { CanonicalRequest } from '../../gateway/contract.js';
 import { callUpstream, readCapped, type UpstreamResponse } from '../http.js';
 import type { AttemptFailure, AttemptOutcome, AttemptTarget, ProviderAdapter } from '../provider.js';
+import { runtimeEmbeddings } from './embeddings.js';
 import { type RuntimeEvent, runtimeEvents } from './eventstream.js';
 import { bodyMessage, documentedStatus, exceptionFailure, exceptionName } from './exceptions.js';
 import { encodeModelId, type ManagedRuntimeAdapter, resolveRuntimeOrigin } from './origin.js';
@@ -20,8 +21,10 @@ const REQUEST_ID_HEADER = 'x-svc-request-id';
 const failed = (failure: AttemptFailure): AttemptOutcome => ({ ok: false, failure });
 
 /** A candidate that cannot be called as configured: the next one may be. */
-const misconfigured = (message: string): AttemptOutcome =>
-  failed({ kind: 'MissingProviderKey', message, retryable: false, fallback: true });
+const misconfigured = (message: string): { ok: false; failure: AttemptFailure } => ({
+  ok: false,
+  failure: { kind: 'MissingProviderKey', message, retryable: false, fallback: true },
+});
 
 /** A request the runtime cannot take, whoever serves it: 400 before any upstream call. */
 const clientError = (message: string, param: string): AttemptOutcome => {
@@ -113,11 +116,17 @@ const streamed = async (response: UpstreamResponse, target: AttemptTarget): Prom
   return { ok: true, stream: converseChunks(event, events, release) };
 };
 
-const chat = async (
+/** Where and as whom one candidate's runtime calls go, or why they cannot go anywhere. */
+export interface RuntimeCall {
+  origin: string;
+  region: string;
+  credentials: AccessKeyPair;
+}
+
+export const runtimeCall = (
   adapter: ManagedRuntimeAdapter,
-  request: CanonicalRequest,
   target: AttemptTarget,
-): Promise<AttemptOutcome> => {
+): { ok: true; call: RuntimeCall } | { ok: false; failure: AttemptFailure } => {
   const { credentials, endpoint } = target;
   const pair = parseAccessKeyPair(credentials.secret);
   // The parser's message names fields only, never the secret's text.
@@ -127,22 +136,28 @@ const chat = async (
     return misconfigured(`the ${adapter} credential has no metadata.region`);
   const origin = resolveRuntimeOrigin(adapter, credentials.baseUrl, endpoint.base_url, region);
   if (!origin.ok) return misconfigured(`the ${adapter} origin is unusable: ${origin.message}`);
-  const translated = translateChat(request);
-  if (!translated.ok) return clientError(translated.message, translated.param);
+  return { ok: true, call: { origin: origin.value, region, credentials: pair.value } };
+};
 
-  const operation = request.stream ? 'converse-stream' : 'converse';
-  const url = `${origin.value}/model/${encodeModelId(endpoint.provider_model_id)}/${operation}`;
-  const body = JSON.stringify(translated.request);
+/**
+ * POST `{origin}/model/{provider_model_id}/{operation}`, signed over the exact body; a non-200
+ * answer is already mapped per SPEC 7.5.
+ */
+export const postSigned = async (
+  call: RuntimeCall,
+  target: AttemptTarget,
+  operation: 'converse' | 'converse-stream' | 'invoke',
+  body: string,
+  accept: string,
+): Promise<{ ok: true; response: UpstreamResponse } | { ok: false; failure: AttemptFailure }> => {
+  const url = `${call.origin}/model/${encodeModelId(target.endpoint.provider_model_id)}/${operation}`;
   const headers = await signRequest({
     method: 'POST',
     url,
     body,
-    headers: {
-      'content-type': 'application/json',
-      accept: request.stream ? 'application/vnd.amazon.eventstream' : 'application/json',
-    },
-    credentials: pair.value,
-    region,
+    headers: { 'content-type': 'application/json', accept },
+    credentials: call.credentials,
+    region: call.region,
   });
   // Added after signing, so it travels upstream without entering SignedHeaders (SPEC 4.7).
   headers[REQUEST_ID_HEADER] = target.requestId;
@@ -155,15 +170,45 @@ const chat = async (
     bodyTimeoutMs: target.timeoutMs,
   });
   if (!called.ok) return called;
-  const { response } = called;
-  if (response.statusCode !== 200)
-    return failed(await statusFailure(response, target.limits.maxErrorMessageBytes));
-  return request.stream ? streamed(response, target) : buffered(response, target);
+  if (called.response.statusCode !== 200)
+    return {
+      ok: false,
+      failure: await statusFailure(called.response, target.limits.maxErrorMessageBytes),
+    };
+  return called;
+};
+
+const chat = async (
+  adapter: ManagedRuntimeAdapter,
+  request: CanonicalRequest,
+  target: AttemptTarget,
+): Promise<AttemptOutcome> => {
+  const prepared = runtimeCall(adapter, target);
+  if (!prepared.ok) return prepared;
+  const translated = translateChat(request);
+  if (!translated.ok) return clientError(translated.message, translated.param);
+  const called = await postSigned(
+    prepared.call,
+    target,
+    request.stream ? 'converse-stream' : 'converse',
+    JSON.stringify(translated.request),
+    request.stream ? 'application/vnd.amazon.eventstream' : 'application/json',
+  );
+  if (!called.ok) return called;
+  return request.stream ? streamed(called.response, target) : buffered(called.response, target);
 };
 
 const managedRuntimeAdapter = (id: ManagedRuntimeAdapter): ProviderAdapter => ({
   id,
   chat: (request, target) => chat(id, request, target),
+  // Text embeddings through the invoke operation; responses stay unsupported (SPEC 4.7).
+  embeddings: (request, target) => {
+    const prepared = runtimeCall(id, target);
+    if (!prepared.ok) return Promise.resolve(prepared);
+    return runtimeEmbeddings(id, request, target, (body) =>
+      postSigned(prepared.call, target, 'invoke', body, 'application/json'),
+    );
+  },
 });
 
 export const bedrockAdapter = managedRuntimeAdapter('bedrock');
