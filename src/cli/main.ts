@@ -6,6 +6,7 @@ import { registerDatabaseCommands } from './commands/database.js';
 import { registerDlqCommands } from './commands/dlq.js';
 import { registerRegistryCommands } from './commands/registry.js';
 import { registerServe } from './commands/serve.js';
+import { registerSpendCapCommands } from './commands/spend-caps.js';
 import { registerTenancyCommands } from './commands/tenancy.js';
 import { registerWalletCommands } from './commands/wallet.js';
 import { fail } from './output.js';
@@ -22,6 +23,7 @@ registerDlqCommands(program);
 registerRegistryCommands(program);
 registerCatalogCommands(program);
 registerTenancyCommands(program);
+registerSpendCapCommands(program);
 registerWalletCommands(program);
 registerAuthCommands(program);
 

@@ -9,7 +9,7 @@ import { withEventStore } from '../runtime.js';
 
 const cli = { id: 'cli' };
 
-const withControlPlane = <T>(fn: (cp: ControlPlane) => Promise<T>): Promise<T> =>
+export const withControlPlane = <T>(fn: (cp: ControlPlane) => Promise<T>): Promise<T> =>
   withEventStore(({ store, db, secrets }) => fn(makeControlPlane(store, db.pool, secrets.masterKey)));
 
 const parseJsonOption = (value: string | undefined, flag: string): unknown => {

@@ -1,6 +1,12 @@
 import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
+import {
+  decideSpendCap,
+  evolveSpendCap,
+  type SpendCapCommand,
+  type SpendCapEvent,
+} from '../spend-cap/decider.js';
 
 /**
  * A project-scoped service API key. The secret is never in an event: only its SHA-256 and the
@@ -22,7 +28,8 @@ export type ApiKeyEvent =
   | { type: 'ApiKeyRevoked'; data: { revoked_at: string } }
   | { type: 'ApiKeyTracingSet'; data: { enabled: boolean } }
   | { type: 'DimensionAssigned'; data: { definition_id: string; value: string; effective_from: string } }
-  | { type: 'DimensionAssignmentEnded'; data: { definition_id: string; effective_to: string } };
+  | { type: 'DimensionAssignmentEnded'; data: { definition_id: string; effective_to: string } }
+  | SpendCapEvent;
 
 export type ApiKeyCommand =
   | {
@@ -38,7 +45,8 @@ export type ApiKeyCommand =
   | { type: 'RevokeApiKey'; now: string }
   | { type: 'SetApiKeyTracing'; enabled: boolean }
   | { type: 'AssignDimension'; definitionId: string; value: string; now: string; definitionActive: boolean }
-  | { type: 'EndDimensionAssignment'; definitionId: string; endAt: string };
+  | { type: 'EndDimensionAssignment'; definitionId: string; endAt: string }
+  | SpendCapCommand;
 
 export interface ApiKey {
   exists: boolean;
@@ -46,6 +54,8 @@ export interface ApiKey {
   tracing: boolean;
   /** Open assignment per definition (value and start), if any. */
   assignments: Map<string, { value: string; from: string; to: string | null }>;
+  /** Monthly USD cap in force (canonical decimal), or null. */
+  spendCap: string | null;
 }
 
 export const apiKeyStream = (apiKeyId: string) => `apikey-${apiKeyId}`;
@@ -53,7 +63,13 @@ export const apiKeyStream = (apiKeyId: string) => `apikey-${apiKeyId}`;
 const MAX_VALUE = 256;
 
 export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyEvent, ApiKey> = {
-  initialState: () => ({ exists: false, revoked: false, tracing: false, assignments: new Map() }),
+  initialState: () => ({
+    exists: false,
+    revoked: false,
+    tracing: false,
+    assignments: new Map(),
+    spendCap: null,
+  }),
   decide: (cmd, s) => {
     if (cmd.type === 'CreateApiKey') {
       if (s.exists) throw new ServiceError('conflict', 'api key already exists');
@@ -121,6 +137,12 @@ export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyEvent, ApiKey> = {
           },
         ];
       }
+      case 'SetSpendCap':
+        // A revoked key serves nothing: a cap on it could never apply.
+        if (s.revoked) throw new ServiceError('not_found', 'api key is revoked');
+        return decideSpendCap(cmd, s.spendCap);
+      case 'ClearSpendCap':
+        return decideSpendCap(cmd, s.spendCap);
       default:
         return assertNever(cmd);
     }
@@ -150,6 +172,9 @@ export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyEvent, ApiKey> = {
           assignments: new Map(s.assignments).set(e.data.definition_id, { ...open, to: e.data.effective_to }),
         };
       }
+      case 'SpendCapSet':
+      case 'SpendCapCleared':
+        return { ...s, spendCap: evolveSpendCap(s.spendCap, e) };
       default:
         return assertNever(e);
     }

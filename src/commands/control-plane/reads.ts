@@ -1,6 +1,8 @@
 import type { Pool } from '../../events/postgres/pool.js';
 import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
+import type { SpendCapLevel } from '../spend-cap/decider.js';
+import { spendCap, spendCaps } from '../spend-cap/reads.js';
 
 /**
  * Read-model queries of the control plane. Every listing names its columns: no hash or ciphertext
@@ -247,6 +249,14 @@ export class ControlPlaneReads {
         )
       ).rows,
     );
+  }
+
+  spendCap(level: SpendCapLevel, targetId: string) {
+    return spendCap(this.pool, level, targetId);
+  }
+
+  spendCaps(filter: { orgId?: string; workspaceIds?: readonly string[] } = {}) {
+    return spendCaps(this.pool, filter);
   }
 
   async dimension(id: string) {

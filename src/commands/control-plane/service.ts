@@ -19,6 +19,7 @@ import type { CommandContext, Decider, DomainEvent } from '../decider.js';
 import { handleCommand } from '../handler.js';
 import { organizationDecider, organizationStream } from '../organization/decider.js';
 import { projectDecider, projectStream } from '../project/decider.js';
+import type { SpendCapLevel } from '../spend-cap/decider.js';
 import { traceIngestKeyDecider, traceIngestKeyStream } from '../trace-ingest-key/decider.js';
 import { normalizeEmail, userDecider, userStream } from '../user/decider.js';
 import { workspaceDecider, workspaceStream } from '../workspace/decider.js';
@@ -183,6 +184,44 @@ export class ControlPlane implements DiscoveryStore {
         this.context(actor, key.workspace_id),
       );
     }
+  }
+
+  /**
+   * Sets or clears the monthly USD cap of an organization, project or API key (issue 13 item 5).
+   * The event lands on the capped aggregate's own stream; the gateway's spend-cap cache reads the
+   * projection. Answers the cap in force afterwards (null once cleared).
+   */
+  async setSpendCap(
+    actor: Actor,
+    target: { level: SpendCapLevel; id: string },
+    change: { monthlyUsd: unknown } | 'clear',
+  ) {
+    if (change !== 'clear' && typeof change.monthlyUsd !== 'string')
+      throw new ServiceError('bad_request', 'monthly_usd must be a decimal string such as "250.00"', {
+        param: 'monthly_usd',
+      });
+    const level = target.level;
+    const owner =
+      level === 'org'
+        ? await this.reads.requireOrganization(target.id)
+        : level === 'project'
+          ? await this.reads.requireProject(target.id)
+          : await this.reads.requireApiKey(target.id);
+    const command =
+      change === 'clear'
+        ? ({ type: 'ClearSpendCap', level } as const)
+        : ({
+            type: 'SetSpendCap',
+            level,
+            orgId: owner.org_id,
+            workspaceId: owner.workspace_id,
+            monthlyUsd: change.monthlyUsd as string,
+          } as const);
+    const ctx = this.context(actor, owner.workspace_id);
+    if (level === 'org') await this.run(organizationDecider, organizationStream(target.id), command, ctx);
+    else if (level === 'project') await this.run(projectDecider, projectStream(target.id), command, ctx);
+    else await this.run(apiKeyDecider, apiKeyStream(target.id), command, ctx);
+    return this.reads.spendCap(level, target.id);
   }
 
   async createProject(actor: Actor, orgId: string, name: unknown, options: { ifMissing?: boolean } = {}) {

@@ -1,22 +1,32 @@
 import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
+import {
+  decideSpendCap,
+  evolveSpendCap,
+  type SpendCapCommand,
+  type SpendCapEvent,
+} from '../spend-cap/decider.js';
 
 export type OrganizationEvent =
   | { type: 'OrganizationCreated'; data: { org_id: string; workspace_id: string; name: string } }
   | { type: 'ProviderDisallowListSet'; data: { providers: string[] } }
-  | { type: 'OrganizationTracingSet'; data: { enabled: boolean } };
+  | { type: 'OrganizationTracingSet'; data: { enabled: boolean } }
+  | SpendCapEvent;
 
 export type OrganizationCommand =
   | { type: 'CreateOrganization'; orgId: string; workspaceId: string; name: string }
   | { type: 'SetProviderDisallowList'; providers: string[] }
-  | { type: 'SetOrganizationTracing'; enabled: boolean };
+  | { type: 'SetOrganizationTracing'; enabled: boolean }
+  | SpendCapCommand;
 
 export interface Organization {
   exists: boolean;
   workspaceId: string;
   disallow: string[];
   tracing: boolean;
+  /** Monthly USD cap in force (canonical decimal), or null. */
+  spendCap: string | null;
 }
 
 export const organizationStream = (orgId: string) => `org-${orgId}`;
@@ -25,7 +35,7 @@ const sameList = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && a.every((x, i) => x === b[i]);
 
 export const organizationDecider: Decider<OrganizationCommand, OrganizationEvent, Organization> = {
-  initialState: () => ({ exists: false, workspaceId: '', disallow: [], tracing: false }),
+  initialState: () => ({ exists: false, workspaceId: '', disallow: [], tracing: false, spendCap: null }),
   decide: (cmd, s) => {
     if (cmd.type === 'CreateOrganization') {
       if (s.exists)
@@ -49,6 +59,9 @@ export const organizationDecider: Decider<OrganizationCommand, OrganizationEvent
         return cmd.enabled === s.tracing
           ? []
           : [{ type: 'OrganizationTracingSet', data: { enabled: cmd.enabled } }];
+      case 'SetSpendCap':
+      case 'ClearSpendCap':
+        return decideSpendCap(cmd, s.spendCap);
       default:
         return assertNever(cmd);
     }
@@ -61,6 +74,9 @@ export const organizationDecider: Decider<OrganizationCommand, OrganizationEvent
         return { ...s, disallow: e.data.providers };
       case 'OrganizationTracingSet':
         return { ...s, tracing: e.data.enabled };
+      case 'SpendCapSet':
+      case 'SpendCapCleared':
+        return { ...s, spendCap: evolveSpendCap(s.spendCap, e) };
       default:
         return assertNever(e);
     }

@@ -1,27 +1,37 @@
 import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
+import {
+  decideSpendCap,
+  evolveSpendCap,
+  type SpendCapCommand,
+  type SpendCapEvent,
+} from '../spend-cap/decider.js';
 
 export type ProjectEvent =
   | {
       type: 'ProjectCreated';
       data: { project_id: string; org_id: string; workspace_id: string; name: string };
     }
-  | { type: 'ProjectTracingSet'; data: { enabled: boolean } };
+  | { type: 'ProjectTracingSet'; data: { enabled: boolean } }
+  | SpendCapEvent;
 
 export type ProjectCommand =
   | { type: 'CreateProject'; projectId: string; orgId: string; workspaceId: string; name: string }
-  | { type: 'SetProjectTracing'; enabled: boolean };
+  | { type: 'SetProjectTracing'; enabled: boolean }
+  | SpendCapCommand;
 
 export interface Project {
   exists: boolean;
   tracing: boolean;
+  /** Monthly USD cap in force (canonical decimal), or null. */
+  spendCap: string | null;
 }
 
 export const projectStream = (projectId: string) => `project-${projectId}`;
 
 export const projectDecider: Decider<ProjectCommand, ProjectEvent, Project> = {
-  initialState: () => ({ exists: false, tracing: false }),
+  initialState: () => ({ exists: false, tracing: false, spendCap: null }),
   decide: (cmd, s) => {
     switch (cmd.type) {
       case 'CreateProject':
@@ -43,6 +53,10 @@ export const projectDecider: Decider<ProjectCommand, ProjectEvent, Project> = {
         return cmd.enabled === s.tracing
           ? []
           : [{ type: 'ProjectTracingSet', data: { enabled: cmd.enabled } }];
+      case 'SetSpendCap':
+      case 'ClearSpendCap':
+        if (!s.exists) throw new ServiceError('not_found', 'project not found');
+        return decideSpendCap(cmd, s.spendCap);
       default:
         return assertNever(cmd);
     }
@@ -53,6 +67,9 @@ export const projectDecider: Decider<ProjectCommand, ProjectEvent, Project> = {
         return { ...s, exists: true };
       case 'ProjectTracingSet':
         return { ...s, tracing: e.data.enabled };
+      case 'SpendCapSet':
+      case 'SpendCapCleared':
+        return { ...s, spendCap: evolveSpendCap(s.spendCap, e) };
       default:
         return assertNever(e);
     }

@@ -72,6 +72,8 @@ export class ApiKeyCache {
       }
       case 'DimensionAssigned':
       case 'DimensionAssignmentEnded':
+      case 'SpendCapSet':
+      case 'SpendCapCleared':
         return;
       default:
         assertNever(e);

@@ -56,6 +56,9 @@ const ACTIONS: Record<string, string> = {
   ApiKeyTracingSet: 'api_key.tracing_set',
   DimensionAssigned: 'api_key.dimension_assigned',
   DimensionAssignmentEnded: 'api_key.dimension_assignment_ended',
+  // On an organization, project or API key stream: the audit target names which.
+  SpendCapSet: 'spend_cap.set',
+  SpendCapCleared: 'spend_cap.cleared',
   ConnectionCreated: 'connection.created',
   ConnectionMetadataUpdated: 'connection.metadata_updated',
   ConnectionDeleted: 'connection.deleted',

@@ -33,6 +33,7 @@ const TABLES = [
   'rm_connections',
   'rm_platform_keys',
   'rm_trace_ingest_keys',
+  'rm_spend_caps',
 ];
 
 const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
@@ -148,6 +149,26 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
          WHERE api_key_id = $1 AND definition_id = $2 AND effective_to IS NULL`,
         [id, e.data.definition_id, e.data.effective_to],
       );
+      return;
+    case 'SpendCapSet':
+      await c.query(
+        `INSERT INTO rm_spend_caps (level, target_id, org_id, workspace_id, monthly_usd, updated_at, updated_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (level, target_id) DO UPDATE SET monthly_usd = EXCLUDED.monthly_usd,
+           updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`,
+        [
+          e.data.level,
+          id,
+          e.data.org_id,
+          e.data.workspace_id,
+          e.data.monthly_usd,
+          at,
+          stored.metadata.actor ?? null,
+        ],
+      );
+      return;
+    case 'SpendCapCleared':
+      await c.query('DELETE FROM rm_spend_caps WHERE level = $1 AND target_id = $2', [e.data.level, id]);
       return;
     case 'ConnectionCreated':
       await c.query(

@@ -13,6 +13,7 @@ import {
   visibleWorkspaces,
 } from './auth.js';
 import { parseBody } from './body.js';
+import { registerSpendCapRoutes } from './spend-cap-routes.js';
 
 const DIMENSION_GUIDANCE =
   'Reporting metadata is stored and exported in clear text: never put secrets, credentials or personal data in dimension keys or values.';
@@ -340,4 +341,6 @@ export const registerControlPlaneRoutes = (
     requireAdmin(await who(request));
     return { data: await reads.platformKeys() };
   });
+
+  registerSpendCapRoutes(app, cp, adminToken);
 };

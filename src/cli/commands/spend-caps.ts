@@ -1,0 +1,79 @@
+import type { Command } from 'commander';
+import type { SpendCapLevel } from '../../commands/spend-cap/decider.js';
+import { CliError, emit, table } from '../output.js';
+import { withControlPlane } from './tenancy.js';
+
+const cli = { id: 'cli' };
+
+interface TargetFlags {
+  org?: string;
+  project?: string;
+  apiKey?: string;
+}
+
+/** Exactly one of --org, --project, --api-key names what the cap limits. */
+const targetOf = (o: TargetFlags): { level: SpendCapLevel; id: string } => {
+  const given = [
+    ['org', o.org],
+    ['project', o.project],
+    ['api_key', o.apiKey],
+  ].filter((t): t is [SpendCapLevel, string] => typeof t[1] === 'string');
+  if (given.length !== 1) throw new CliError('name exactly one of --org, --project or --api-key');
+  return { level: given[0]![0], id: given[0]![1] };
+};
+
+const withTarget = (cmd: Command) =>
+  cmd
+    .option('--org <org_id>', 'cap an organization')
+    .option('--project <project_id>', 'cap a project')
+    .option('--api-key <api_key_id>', 'cap a service API key')
+    .option('--json', 'print JSON');
+
+export const registerSpendCapCommands = (program: Command): void => {
+  const caps = program
+    .command('spend-caps')
+    .description(
+      'monthly USD spend caps per organization, project or API key: at or over its cap (UTC month to date) the gateway refuses with spend_cap_exceeded and calls no upstream',
+    );
+  withTarget(
+    caps
+      .command('set')
+      .description('set (or change) a monthly cap; 0 refuses all priced traffic')
+      .requiredOption('--monthly-usd <amount>', 'exact decimal US dollars, e.g. 250.00'),
+  ).action(async (opts: TargetFlags & { monthlyUsd: string; json?: boolean }) => {
+    const target = targetOf(opts);
+    const cap = await withControlPlane((cp) => cp.setSpendCap(cli, target, { monthlyUsd: opts.monthlyUsd }));
+    emit(opts.json, cap, (c) => `${target.level} ${target.id}: monthly cap ${c?.monthly_usd} USD`);
+  });
+  withTarget(caps.command('clear').description('remove a cap')).action(
+    async (opts: TargetFlags & { json?: boolean }) => {
+      const target = targetOf(opts);
+      await withControlPlane((cp) => cp.setSpendCap(cli, target, 'clear'));
+      emit(
+        opts.json,
+        { level: target.level, target_id: target.id, cleared: true },
+        () => `${target.level} ${target.id}: cap cleared`,
+      );
+    },
+  );
+  caps
+    .command('show')
+    .description('list caps, all of them or those of one organization')
+    .option('--org <org_id>', 'only this organization (its own cap and those of its projects and keys)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { org?: string; json?: boolean }) => {
+      const rows = await withControlPlane((cp) => cp.reads.spendCaps(opts.org ? { orgId: opts.org } : {}));
+      emit(opts.json, { data: rows }, (r) =>
+        r.data.length === 0
+          ? 'no spend caps'
+          : table(r.data as unknown as Record<string, unknown>[], [
+              'level',
+              'target_id',
+              'org_id',
+              'monthly_usd',
+              'updated_at',
+              'updated_by',
+            ]),
+      );
+    });
+};

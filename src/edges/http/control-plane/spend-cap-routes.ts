@@ -1,0 +1,70 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { ControlPlane } from '../../../commands/control-plane/service.js';
+import type { SpendCapLevel } from '../../../commands/spend-cap/decider.js';
+import { ServiceError } from '../../../lib/errors.js';
+import { actorOf, authenticate, type Principal, requireWorkspace, visibleWorkspaces } from './auth.js';
+import { parseBody } from './body.js';
+
+/** What every answer repeats, so a console or script knows how the cap is enforced. */
+const CAP_GUIDANCE =
+  'A spend cap limits the UTC calendar month: once the month-to-date priced spend of the org, project or API key reaches the cap, the gateway refuses its requests with spend_cap_exceeded (HTTP 402 on /v1, permission_error 403 on /alt) without calling any upstream. Spend is counted after ingest and the gateway refreshes it every few seconds, so a burst can overshoot the cap slightly.';
+
+const capBody = z.strictObject({ monthly_usd: z.string() });
+
+/**
+ * Spend caps through the control plane (issue 13 item 5): PUT sets, DELETE clears, GET reads the
+ * cap of one organization, project or API key; GET /api/spend-caps lists the caps the caller sees.
+ * Members read, managers change (as for tracing and keys).
+ */
+export const registerSpendCapRoutes = (app: FastifyInstance, cp: ControlPlane, adminToken: string): void => {
+  const reads = cp.reads;
+  const who = (request: FastifyRequest): Promise<Principal> =>
+    authenticate(request, reads, adminToken, new Date());
+
+  app.get('/api/spend-caps', async (request) => {
+    const p = await who(request);
+    const q = request.query as Record<string, string | undefined>;
+    return {
+      data: await reads.spendCaps({ orgId: q.org_id, workspaceIds: visibleWorkspaces(p) }),
+      guidance: CAP_GUIDANCE,
+    };
+  });
+
+  const targets: [SpendCapLevel, string, string][] = [
+    ['org', '/api/orgs/:org_id/spend-cap', 'org_id'],
+    ['project', '/api/projects/:project_id/spend-cap', 'project_id'],
+    ['api_key', '/api/api-keys/:api_key_id/spend-cap', 'api_key_id'],
+  ];
+  for (const [level, path, param] of targets) {
+    const targetOf = async (request: FastifyRequest, role: 'member' | 'manager') => {
+      const p = await who(request);
+      const id = (request.params as Record<string, string>)[param]!;
+      const owner =
+        level === 'org'
+          ? await reads.requireOrganization(id)
+          : level === 'project'
+            ? await reads.requireProject(id)
+            : await reads.requireApiKey(id);
+      requireWorkspace(p, owner.workspace_id, role);
+      return { p, id };
+    };
+    app.get(path, async (request) => {
+      const { id } = await targetOf(request, 'member');
+      const cap = await reads.spendCap(level, id);
+      if (!cap) throw new ServiceError('not_found', `no spend cap is set on this ${level}`);
+      return { ...cap, guidance: CAP_GUIDANCE };
+    });
+    app.put(path, async (request) => {
+      const { p, id } = await targetOf(request, 'manager');
+      const body = parseBody(capBody, request.body);
+      const cap = await cp.setSpendCap(actorOf(p), { level, id }, { monthlyUsd: body.monthly_usd });
+      return { ...cap, guidance: CAP_GUIDANCE };
+    });
+    app.delete(path, async (request, reply) => {
+      const { p, id } = await targetOf(request, 'manager');
+      await cp.setSpendCap(actorOf(p), { level, id }, 'clear');
+      return reply.code(204).send();
+    });
+  }
+};
