@@ -115,6 +115,10 @@ export const configSchema = z.object({
   SVC_GATEWAY_RETRY_BACKOFF_MS: nonNegativeInt.default(100),
   SVC_GATEWAY_ATTEMPT_TIMEOUT_MS: positiveInt.default(60_000),
   SVC_GATEWAY_REQUEST_DEADLINE_MS: positiveInt.default(300_000),
+  /** How often the gateway re-reads spend caps and month-to-date spend (the caps' staleness bound). */
+  SVC_GATEWAY_SPEND_CAP_REFRESH_MS: positiveInt.default(5_000),
+  /** host:port of a QueryService for spend caps when the query role does not run in the gateway's process. */
+  SVC_GATEWAY_QUERY_GRPC_ENDPOINT: optionalString,
   SVC_BILLING_QUARANTINE_MIN_FAILURES: positiveInt.default(10),
   SVC_BILLING_QUARANTINE_MIN_RATIO_BPS: nonNegativeInt.max(10_000).default(100),
   SVC_BILLING_QUARANTINE_WINDOW_MINUTES: positiveInt.default(60),

@@ -1,5 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Adapter } from '../commands/registry/events.js';
+import { spendCaps } from '../commands/spend-cap/reads.js';
+import { grpcMonthlySpend } from '../edges/grpc/query-client.js';
 import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
 import type { GatewayDeps } from '../edges/http/gateway/serve.js';
 import { RequestRecordPublisher } from '../events/envelopes/publish.js';
@@ -7,12 +9,15 @@ import { envelopeOf } from '../gateway/envelope.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
 import { RegistrySnapshotCache } from '../gateway/registry/index.js';
 import { SnapshotCache } from '../gateway/snapshot-cache.js';
+import { type MonthlySpend, SpendCapCache } from '../gateway/spend-caps.js';
 import { tenancySource } from '../gateway/tenancy.js';
+import { describeError } from '../lib/errors.js';
 import { anthropicAdapter } from '../providers/anthropic/adapter.js';
 import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
 import { bedrockAdapter, bedrockGovAdapter } from '../providers/bedrock/adapter.js';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import type { ProviderAdapter } from '../providers/provider.js';
+import { monthlyUsageSnapshot } from '../query/snapshot.js';
 import { PostgresEscrow } from '../wallet/escrow.js';
 import type { Role, RoleContext } from './role.js';
 
@@ -27,6 +32,20 @@ export const ADAPTERS: ReadonlyMap<Adapter, ProviderAdapter> = new Map<Adapter, 
 ]);
 
 const SPEC_MESSAGE_CAP = 64 * 1024;
+
+/**
+ * Where the spend-cap cache reads month-to-date spend: the query code in this process when the
+ * analytics store is open here, else a QueryService over gRPC, else nowhere (caps not enforced).
+ */
+const spendSource = (
+  ctx: RoleContext,
+): { spend(month: string, orgIds: readonly string[]): Promise<MonthlySpend>; close?(): void } | null => {
+  const analytics = ctx.analytics;
+  if (analytics)
+    return { spend: (month, orgIds) => monthlyUsageSnapshot(analytics, month, new Date(), orgIds) };
+  const endpoint = ctx.config.SVC_GATEWAY_QUERY_GRPC_ENDPOINT;
+  return endpoint ? grpcMonthlySpend(endpoint, ctx.adminToken) : null;
+};
 
 export const gatewayRole = (ctx: RoleContext): Role => {
   let publisher: RequestRecordPublisher | null = null;
@@ -62,6 +81,29 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     registers: [ctx.metrics],
   });
   const c = ctx.config;
+  const spend = spendSource(ctx);
+  // A refresh runs every few seconds: a lasting failure is logged when it starts, not every time.
+  let lastProblem = '';
+  const caps = new SpendCapCache(
+    {
+      caps: () => spendCaps(ctx.pool),
+      spend: (month, orgIds) =>
+        spend
+          ? spend.spend(month, orgIds)
+          : Promise.reject(
+              new Error('no analytics store in this process and SVC_GATEWAY_QUERY_GRPC_ENDPOINT is unset'),
+            ),
+    },
+    {
+      refreshMs: c.SVC_GATEWAY_SPEND_CAP_REFRESH_MS,
+      onError: (err, what) => {
+        const problem = `${what}: ${describeError(err)}`;
+        if (problem === lastProblem) return;
+        lastProblem = problem;
+        ctx.logger.warn({ err, what }, 'spend-cap refresh failed; the last known value stays in force');
+      },
+    },
+  );
   const chat: GatewayDeps = {
     registry: () => registry.current(),
     tenancy: () => tenancy.current(),
@@ -93,6 +135,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     bodyLimit: c.SVC_GATEWAY_MAX_REQUEST_BYTES,
     // One round trip per hold; never below zero under concurrency (issue 10).
     escrow: new PostgresEscrow(ctx.pool, c.SVC_WALLET_HOLD_TTL_SECONDS),
+    spendCaps: caps,
   };
   return {
     name: 'gateway',
@@ -119,12 +162,24 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       await keys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') });
       await registry.start();
       await tenancy.start();
+      await caps.start();
+      new Gauge({
+        name: 'svc_gateway_spend_cap_snapshot_age_seconds',
+        help: 'Age of the month-to-date spend the spend caps are checked against (-1: none in force)',
+        registers: [ctx.metrics],
+        collect() {
+          const at = caps.status().spendReadAt;
+          this.set(at === null ? -1 : (Date.now() - at) / 1_000);
+        },
+      });
     },
     stop: async () => {
       // The HTTP server has drained: every served request is recorded before the bus closes.
       await publisher?.close();
       await registry.stop();
       await tenancy.stop();
+      await caps.stop();
+      spend?.close?.();
     },
   };
 };

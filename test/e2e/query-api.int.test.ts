@@ -10,6 +10,7 @@ import { migrateClickHouse } from '../../src/analytics/migrate.js';
 import { developerTokenVerifier } from '../../src/commands/auth/reads.js';
 import type { ControlPlane } from '../../src/commands/control-plane/service.js';
 import { addQueryService } from '../../src/edges/grpc/query.js';
+import { grpcMonthlySpend } from '../../src/edges/grpc/query-client.js';
 import { bindGrpc } from '../../src/edges/grpc/server.js';
 import { registerQueryRoutes } from '../../src/edges/http/query/routes.js';
 import { blake3Hex } from '../../src/events/envelopes/body.js';
@@ -474,6 +475,20 @@ describe('gRPC QueryService', () => {
       await expect(anon.call('ListRequests', { org_id: org })).rejects.toMatchObject({
         code: grpc.status.UNAUTHENTICATED,
       });
+      // The gateway's adapter for a QueryService in another process (SVC_GATEWAY_QUERY_GRPC_ENDPOINT).
+      const remote = grpcMonthlySpend(`127.0.0.1:${port}`, ADMIN);
+      try {
+        const viaAdapter = await remote.spend('2025-03', [org]);
+        expect(viaAdapter.month).toBe('2025-03');
+        expect(viaAdapter.entries).toContainEqual(
+          expect.objectContaining({ scope: 'org', id: org, spend_usd: orgEntry.spend_usd }),
+        );
+        await expect(
+          grpcMonthlySpend(`127.0.0.1:${port}`, 'wrong').spend('2025-03', [org]),
+        ).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+      } finally {
+        remote.close();
+      }
     } finally {
       client.close();
       anon.close();

@@ -53,6 +53,8 @@ export interface GatewayDeps {
   ) => void;
   bodyLimit: number;
   escrow: EscrowPort;
+  /** Monthly spend caps (gateway/spend-caps.ts): an in-memory verdict, refreshed off the request path. */
+  spendCaps?: { refusal(key: ApiKeyIdentity): ServiceError | null };
 }
 
 export const REQUEST_ID_HEADER = 'x-svc-request-id';
@@ -169,7 +171,7 @@ export const openRequest = (
   return { requestId, startedAt, key, tenancy, registry: deps.registry(), completed, finish, fail };
 };
 
-/** Rate limit, selection with capability gating, then the route-level rules. */
+/** Rate limit, spend caps, selection with capability gating, then the route-level rules. */
 export const admit = (
   scope: RequestScope,
   reply: FastifyReply,
@@ -186,6 +188,8 @@ export const admit = (
       ),
     };
   }
+  const capped = deps.spendCaps?.refusal(scope.key);
+  if (capped) return { ok: false, reply: scope.fail(capped) };
   const selected = selectCandidates(scope.registry, options.model, {
     capability: options.capability,
     disallow: scope.tenancy.org(scope.key.orgId)?.disallow ?? new Set(),
