@@ -15,6 +15,10 @@ const price = (snapshot: RegistrySnapshot, e: RegistryEndpoint, atMs: number) =>
   return input && output ? addUsd(input.price, output.price) : undefined;
 };
 
+/** Endpoints advertising any of the capabilities qualify (responses: responses or chat models). */
+const advertises = (e: RegistryEndpoint, capability: Capability | readonly Capability[]): boolean =>
+  typeof capability === 'string' ? e.capabilities[capability] : capability.some((c) => e.capabilities[c]);
+
 /**
  * Resolves a model selector (SPEC 4.1 rule 1) to ordered candidates: a model id, `lane/model`, a
  * comma-separated fallback list, or `svc/auto` (the cheapest capable endpoint by its standard text
@@ -24,7 +28,12 @@ const price = (snapshot: RegistrySnapshot, e: RegistryEndpoint, atMs: number) =>
 export const selectCandidates = (
   snapshot: RegistrySnapshot,
   selector: string,
-  options: { capability: Capability; disallow: ReadonlySet<string>; operation: string; atMs?: number },
+  options: {
+    capability: Capability | readonly Capability[];
+    disallow: ReadonlySet<string>;
+    operation: string;
+    atMs?: number;
+  },
 ): SelectResult => {
   const atMs = options.atMs ?? Date.now();
   const parts = selector
@@ -47,7 +56,7 @@ export const selectCandidates = (
         .routable(atMs)
         .filter(
           (e) =>
-            e.capabilities[options.capability] &&
+            advertises(e, options.capability) &&
             !options.disallow.has(e.lane) &&
             !options.disallow.has(e.adapter),
         )
@@ -87,7 +96,7 @@ export const selectCandidates = (
       ),
     };
   }
-  const capable = candidates.filter((e) => e.capabilities[options.capability]);
+  const capable = candidates.filter((e) => advertises(e, options.capability));
   if (capable.length === 0) {
     return {
       ok: false,

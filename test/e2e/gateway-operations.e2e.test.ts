@@ -260,10 +260,13 @@ describe('POST /v1/responses', () => {
     expect(envelope).toMatchObject({ route: '/v1/responses', status: 'error' });
   });
 
-  it('capability gating applies to responses too', async () => {
-    const r = await post('/responses', { model: 'gpt-4o-mini', input: 'x' });
+  it('responses take responses or chat models; others are 400 no_compatible_candidate', async () => {
+    const r = await post('/responses', { model: 'text-embedding-3-small', input: 'x' });
     expect(r.status).toBe(400);
     expect(r.json.error).toMatchObject({ code: 'no_compatible_candidate' });
     expect(fake.requests).toHaveLength(0);
+    const chatModel = await client.responses.create({ model: 'gpt-4o-mini', input: 'chat models qualify' });
+    expect(chatModel.output_text).toBe('chat models qualify');
+    expect(fake.requests.map((q) => q.path)).toEqual(['/v1/responses']);
   });
 });

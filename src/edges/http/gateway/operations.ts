@@ -28,15 +28,19 @@ import {
 /** How a primary-dialect JSON operation differs from the next one; the request path is shared. */
 interface JsonRoute {
   operation: JsonOperation;
-  /** SPEC 4.1 rule 3: candidates not advertising it are filtered out before dispatch. */
-  capability: Capability;
+  /** SPEC 4.1 rule 3: candidates advertising none of these are filtered out before dispatch. */
+  capability: Capability | readonly Capability[];
   /** Named in errors: "no candidate for X supports <describe>". */
   describe: string;
 }
 
 const ROUTES: Record<JsonOperation, JsonRoute> = {
   embeddings: { operation: 'embeddings', capability: 'embeddings', describe: 'embeddings' },
-  responses: { operation: 'responses', capability: 'responses', describe: 'responses' },
+  // Not gated on the responses flag alone (SPEC 4.1 rule 3 names embeddings, not responses): a
+  // chat model may take a responses call, as deployment hosts do although /v1/models reports
+  // responses false for them (SPEC 4.7), and a provider that cannot answers with the structured
+  // unsupported error, leaving the next candidate free to serve.
+  responses: { operation: 'responses', capability: ['responses', 'chat'], describe: 'responses' },
 };
 
 const frameOf = (e: RelayedEvent): string =>

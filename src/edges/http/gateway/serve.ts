@@ -176,7 +176,13 @@ export const admit = (
   scope: RequestScope,
   reply: FastifyReply,
   deps: GatewayDeps,
-  options: { model: string; capability: Capability; operation: string; route?: RouteRule },
+  options: {
+    model: string;
+    /** Any of these qualifies a candidate (SPEC 4.1 rule 3). */
+    capability: Capability | readonly Capability[];
+    operation: string;
+    route?: RouteRule;
+  },
 ): { ok: true; candidates: RegistryEndpoint[] } | { ok: false; reply: FastifyReply } => {
   const wait = deps.rateLimiter.take(scope.key.apiKeyId);
   if (wait !== null) {
