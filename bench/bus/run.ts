@@ -1,9 +1,12 @@
 /**
- * Bus throughput (issue 3 "Must show"): publish msgs/s with awaited acks and 256 publishes in
- * flight, then consume msgs/s for one durable consumer acking each message, on JetStream and on
- * the Postgres table. Each adapter gets its own streams or database and removes them afterwards.
+ * Bus throughput (issue 3 "Must show"; issue 11 batch publish): publish msgs/s with awaited acks
+ * and 256 single publishes in flight, then the same count again with publishMany (batches of
+ * BENCH_BUS_BATCH, 4 batches in flight), then consume msgs/s of both sets for one durable consumer
+ * acking each message, on JetStream and on the Postgres table. Each adapter gets its own streams
+ * or database and removes them afterwards.
  *
- *   npm run bench:bus            BENCH_BUS_MESSAGES (default 20000), BENCH_BUS_PAYLOAD bytes (512)
+ *   npm run bench:bus    BENCH_BUS_MESSAGES (default 20000), BENCH_BUS_PAYLOAD bytes (512),
+ *                        BENCH_BUS_BATCH messages per publishMany (256)
  */
 import pg from 'pg';
 import type { Bus } from '../../src/events/bus.js';
@@ -18,11 +21,14 @@ const DATABASE_URL = process.env.SVC_TEST_DATABASE_URL ?? 'postgres://postgres@1
 const MESSAGES = Number(process.env.BENCH_BUS_MESSAGES ?? 20_000);
 const PAYLOAD = Number(process.env.BENCH_BUS_PAYLOAD ?? 512);
 const IN_FLIGHT = 256;
+const BATCH = Number(process.env.BENCH_BUS_BATCH ?? 256);
+const BATCHES_IN_FLIGHT = 4;
 const suffix = `${process.pid.toString(36)}_${Date.now().toString(36)}`;
 
 interface Result {
   adapter: string;
   publishPerSec?: number;
+  batchPublishPerSec?: number;
   consumePerSec?: number;
   duplicates?: number;
   error?: string;
@@ -46,6 +52,27 @@ const publishAll = async (bus: Bus): Promise<number> => {
   return MESSAGES / ((performance.now() - started) / 1000);
 };
 
+const publishBatched = async (bus: Bus): Promise<number> => {
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < MESSAGES) {
+      const from = next;
+      next += BATCH;
+      const batch = [];
+      for (let i = from; i < Math.min(MESSAGES, from + BATCH); i++)
+        batch.push({
+          subject: subjects.request(`org${i % 64}`, `breq${i}`),
+          data: payload,
+          messageId: `bench-batch-${suffix}-${i}`,
+        });
+      await bus.publishMany(batch);
+    }
+  };
+  await Promise.all(Array.from({ length: BATCHES_IN_FLIGHT }, worker));
+  return MESSAGES / ((performance.now() - started) / 1000);
+};
+
 const consumeAll = async (bus: Bus): Promise<{ perSec: number; duplicates: number }> => {
   const seen = new Set<number>();
   let deliveries = 0;
@@ -63,13 +90,13 @@ const consumeAll = async (bus: Bus): Promise<{ perSec: number; duplicates: numbe
       seen.add(m.seq);
       // Not awaited: the adapter may batch acks, and the handler is free to move on.
       acks.push(m.ack());
-      if (seen.size === MESSAGES) done();
+      if (seen.size === 2 * MESSAGES) done();
     },
     { ackWaitMs: 30_000, maxDeliveries: 5, batchSize: 256, maxInFlight: 1024 },
   );
   await finished;
   await Promise.all(acks);
-  const perSec = MESSAGES / ((performance.now() - started) / 1000);
+  const perSec = (2 * MESSAGES) / ((performance.now() - started) / 1000);
   await handle.close();
   return { perSec, duplicates: deliveries - seen.size };
 };
@@ -78,10 +105,12 @@ const measure = async (adapter: string, bus: Bus): Promise<Result> => {
   await bus.ensureStreams();
   process.stdout.write(`${adapter}: publishing ${MESSAGES} messages... `);
   const publishPerSec = await publishAll(bus);
-  process.stdout.write(`${Math.round(publishPerSec)}/s; consuming... `);
+  process.stdout.write(`${Math.round(publishPerSec)}/s; in batches of ${BATCH}... `);
+  const batchPublishPerSec = await publishBatched(bus);
+  process.stdout.write(`${Math.round(batchPublishPerSec)}/s; consuming both... `);
   const { perSec, duplicates } = await consumeAll(bus);
   process.stdout.write(`${Math.round(perSec)}/s\n`);
-  return { adapter, publishPerSec, consumePerSec: perSec, duplicates };
+  return { adapter, publishPerSec, batchPublishPerSec, consumePerSec: perSec, duplicates };
 };
 
 const benchNats = async (): Promise<Result> => {
@@ -137,14 +166,21 @@ const cell = (v: number | undefined) => (v === undefined ? '-' : Math.round(v).t
 
 const results = [await benchNats(), await benchPostgres()];
 console.log(
-  `\n${MESSAGES} messages of ${PAYLOAD} bytes; publish with awaited acks, ${IN_FLIGHT} in flight\n`,
+  `\n${MESSAGES} messages of ${PAYLOAD} bytes, twice: single publishes with awaited acks (${IN_FLIGHT} in flight), ` +
+    `then publishMany in batches of ${BATCH} (${BATCHES_IN_FLIGHT} in flight); consume reads both sets\n`,
 );
 const rows = [
-  ['adapter', 'publish msgs/s', 'consume msgs/s', 'redeliveries'],
+  ['adapter', 'publish msgs/s', `publishMany(${BATCH}) msgs/s`, 'consume msgs/s', 'redeliveries'],
   ...results.map((r) =>
     r.error
-      ? [r.adapter, `failed: ${r.error}`, '', '']
-      : [r.adapter, cell(r.publishPerSec), cell(r.consumePerSec), String(r.duplicates ?? 0)],
+      ? [r.adapter, `failed: ${r.error}`, '', '', '']
+      : [
+          r.adapter,
+          cell(r.publishPerSec),
+          cell(r.batchPublishPerSec),
+          cell(r.consumePerSec),
+          String(r.duplicates ?? 0),
+        ],
   ),
 ];
 const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));

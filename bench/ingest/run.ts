@@ -44,6 +44,9 @@ const { values: args } = parseArgs({
     body: { type: 'string', default: '2048' },
     only: { type: 'string' },
     'cpu-prof': { type: 'string' },
+    // The consumer's defaults unless given, to try other batch shapes.
+    'flush-rows': { type: 'string' },
+    flushes: { type: 'string' },
   },
 });
 const COUNT = Number(args.count);
@@ -143,6 +146,13 @@ const measure = async (
     objects: new FsObjectStore(objects),
     metrics: ingestMetrics(registry),
     consumerName: 'bench_ingest',
+    ...(args['flush-rows'] ? { flushRows: Number(args['flush-rows']) } : {}),
+    ...(args.flushes ? { maxConcurrentFlushes: Number(args.flushes) } : {}),
+    ...(args['flush-rows'] || args.flushes
+      ? {
+          maxInFlight: Number(args['flush-rows'] ?? 4_000) * (Number(args.flushes ?? 2) + 1),
+        }
+      : {}),
     onError: (err, context) => process.stderr.write(`\n${context}: ${(err as Error).message}\n`),
   });
   const stopProfile = profileIngest(bus.adapter);

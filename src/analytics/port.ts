@@ -156,6 +156,40 @@ export const encodeJsonEachRow = (rows: readonly AnalyticsRow[]): string => {
   return lines.join('\n');
 };
 
+/**
+ * The same rows as JSONCompactEachRowWithNames: a line of column names, then one array of values
+ * per row. About half the bytes of JSONEachRow on wide rows, and the engine parses it faster (it
+ * matches names once, not per row). Null when some row has other keys or another key order than
+ * the first, an undefined value, or a nested object or array (whose compact form differs): the
+ * caller then sends JSONEachRow.
+ */
+export const encodeJsonCompactEachRowWithNames = (rows: readonly AnalyticsRow[]): string | null => {
+  if (rows.length === 0) return '';
+  const names = Object.keys(rows[0]!);
+  const lines: string[] = new Array(rows.length + 2);
+  lines[0] = JSON.stringify(names);
+  const values: unknown[] = new Array(names.length);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const keys = Object.keys(row);
+    if (keys.length !== names.length) return null;
+    for (let k = 0; k < keys.length; k++) {
+      if (keys[k] !== names[k]) return null;
+      const v = row[keys[k]!];
+      if (v === undefined || (typeof v === 'object' && v !== null && !(v instanceof Date))) return null;
+      values[k] = v;
+    }
+    try {
+      lines[i + 1] = JSON.stringify(values);
+    } catch (err) {
+      if (!(err instanceof TypeError)) throw err;
+      lines[i + 1] = JSON.stringify(values, jsonReplacer);
+    }
+  }
+  lines[rows.length + 1] = '';
+  return lines.join('\n');
+};
+
 /** Parses a JSONEachRow body (one object per line; JSON escapes newlines inside values). */
 export const decodeJsonEachRow = <T>(text: string): T[] => {
   const body = text.trimEnd();

@@ -22,8 +22,8 @@ export interface IngestConsumerOptions {
   flushRows?: number;
   flushIntervalMs?: number;
   /**
-   * Flushes in progress at once. Two let one flush pack and emit audit events (file system, bus)
-   * while the other inserts (the analytics engine); a second starts only with a full batch.
+   * Flushes in progress at once, so one packs (file system) while another inserts (the analytics
+   * engine) and another emits its audit events (bus); a second starts only with a full batch.
    */
   maxConcurrentFlushes?: number;
   retry?: RetryPolicy;
@@ -53,18 +53,20 @@ export type ResolvedOptions = Required<
 >;
 
 /**
- * Defaults sized for one process on a small machine: two flushes of 4,000 requests in progress and
- * 12,000 messages held at most (a few tens of MB of envelopes), well inside a 30 s ack_wait.
+ * Defaults sized for one process on a small machine: four flushes of 4,000 requests in progress
+ * (their pack writes, inserts and audit publishes overlap; a flush alone is mostly waiting on fsync,
+ * the chdb worker or the bus) and 20,000 messages held at most (about 120 MB of 2 KB-body envelopes
+ * with their parsed form), well inside a 30 s ack_wait.
  */
 export const resolveOptions = (options: IngestConsumerOptions): ResolvedOptions => ({
   consumerName: options.consumerName ?? INGEST_CONSUMER,
   ackWaitMs: options.ackWaitMs ?? 30_000,
   maxDeliveries: options.maxDeliveries ?? 5,
   fetchBatch: options.fetchBatch ?? 1_000,
-  maxInFlight: options.maxInFlight ?? 12_000,
+  maxInFlight: options.maxInFlight ?? 20_000,
   flushRows: options.flushRows ?? 4_000,
   flushIntervalMs: options.flushIntervalMs ?? 100,
-  maxConcurrentFlushes: options.maxConcurrentFlushes ?? 2,
+  maxConcurrentFlushes: options.maxConcurrentFlushes ?? 4,
   retry: options.retry ?? DEFAULT_RETRY,
   concurrency: options.concurrency ?? 32,
   onError: options.onError ?? (() => {}),

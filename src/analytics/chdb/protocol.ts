@@ -26,7 +26,8 @@ export interface InsertRequest extends StatementContext {
   op: 'insert';
   /** `INSERT INTO t [(cols)] [SETTINGS ...] FORMAT <fmt>`, the data following in `data`. */
   statement: string;
-  data: Uint8Array;
+  /** Text is encoded to UTF-8 in the worker, which keeps that copy off the service's event loop. */
+  data: Uint8Array | string;
 }
 
 export interface CloseRequest {

@@ -7,6 +7,7 @@ import {
   type AnalyticsStore,
   assertIdentifier,
   decodeJsonEachRow,
+  encodeJsonCompactEachRowWithNames,
   encodeJsonEachRow,
   INSERT_SETTINGS,
   type QueryParams,
@@ -62,9 +63,13 @@ export class ChdbAnalyticsStore implements AnalyticsStore {
     this.assertOpen();
     assertIdentifier(table, 'table', true);
     if (rows.length === 0) return;
+    // Rows of one shape (ingest's) go in the compact format; a string is cloned to the worker as
+    // it is, and the worker encodes it to UTF-8.
+    const compact = encodeJsonCompactEachRowWithNames(rows);
+    const format = compact === null ? 'JSONEachRow' : 'JSONCompactEachRowWithNames';
     await this.engine.insert({
-      statement: `INSERT INTO ${table} SETTINGS ${INSERT_SETTINGS_SQL} FORMAT JSONEachRow`,
-      data: Buffer.from(encodeJsonEachRow(rows)),
+      statement: `INSERT INTO ${table} SETTINGS ${INSERT_SETTINGS_SQL} FORMAT ${format}`,
+      data: compact ?? encodeJsonEachRow(rows),
       database: this.database,
     });
   }

@@ -148,7 +148,10 @@ const start = async (): Promise<void> => {
   const insert = async (req: InsertRequest): Promise<EngineResult> => {
     const started = performance.now();
     await useDatabase(req.database);
-    const data = Buffer.from(req.data.buffer, req.data.byteOffset, req.data.byteLength);
+    const data =
+      typeof req.data === 'string'
+        ? Buffer.from(req.data)
+        : Buffer.from(req.data.buffer, req.data.byteOffset, req.data.byteLength);
     return result(
       await withSettings(req.settings, () =>
         native.InsertRawAsyncConnection(session.connection, req.statement, data, true),
