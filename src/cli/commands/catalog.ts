@@ -25,6 +25,7 @@ interface AzureCollectOptions {
   apiKey?: string;
   apiVersion?: string;
   discoveryApiVersion?: string;
+  contextLength?: string;
   catalog: string;
   rates: string;
   json?: boolean;
@@ -45,7 +46,20 @@ const azureOrigin = (opts: AzureCollectOptions): string => {
   return origin.value;
 };
 
-const describeCollection = (c: Collection & { catalog_file: string; rates_file: string }): string => {
+/** --context-length of every collector: a whole number of tokens, at least one. */
+const contextLengthOption = (value: string | undefined): number | null => {
+  if (value === undefined) return null;
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1)
+    throw new CliError(
+      `--context-length must be a positive integer number of tokens, not ${JSON.stringify(value)}`,
+    );
+  return n;
+};
+
+const describeCollection = (
+  c: Collection & { catalog_file: string; rates_file: string; context_length: number | null },
+): string => {
   const lines = [`deployments listed from ${c.listing_url}; probes used api-version ${c.api_version}`];
   for (const r of c.rows) {
     const caps = `chat=${r.chat ?? '?'} tools=${r.tools ?? '?'} streaming=${r.streaming ?? '?'}`;
@@ -57,13 +71,16 @@ const describeCollection = (c: Collection & { catalog_file: string; rates_file: 
   for (const s of c.skipped) lines.push(`  skipped deployment ${s.deployment}: ${s.reason}`);
   lines.push(
     `wrote ${c.rows.length} rows to ${c.catalog_file} and ${c.rates_file}`,
-    'context_length and prices are not in the listing: fill them before svc registry import',
+    c.context_length === null
+      ? 'context_length and prices are not in the listing: fill them (or give --context-length) before svc registry import'
+      : `context_length ${c.context_length} on every row; prices are not in the listing: fill them before svc registry import`,
   );
   return lines.join('\n');
 };
 
 const collectAzureCommand = async (opts: AzureCollectOptions) => {
   const origin = azureOrigin(opts);
+  const contextLength = contextLengthOption(opts.contextLength);
   const secret = opts.apiKey ?? process.env.AZURE_OPENAI_API_KEY;
   if (!secret) throw new CliError('give --api-key or set AZURE_OPENAI_API_KEY');
   const bar = progress('probing deployments', { quiet: opts.json });
@@ -90,10 +107,17 @@ const collectAzureCommand = async (opts: AzureCollectOptions) => {
   } finally {
     bar.stop();
   }
-  const csv = collectionCsv(collected, { effectiveFrom: new Date().toISOString().slice(0, 10) });
+  const csv = collectionCsv(collected, {
+    effectiveFrom: new Date().toISOString().slice(0, 10),
+    contextLength,
+  });
   await writeFile(opts.catalog, csv.catalog);
   await writeFile(opts.rates, csv.rates);
-  emit(opts.json, { ...collected, catalog_file: opts.catalog, rates_file: opts.rates }, describeCollection);
+  emit(
+    opts.json,
+    { ...collected, context_length: contextLength, catalog_file: opts.catalog, rates_file: opts.rates },
+    describeCollection,
+  );
 };
 
 interface BedrockCollectOptions {
@@ -123,9 +147,7 @@ const collectBedrockCommand = async (opts: BedrockCollectOptions) => {
     if (!checked.ok) throw new CliError(checked.message);
     origin = checked.value;
   }
-  const contextLength = opts.contextLength === undefined ? null : Number(opts.contextLength);
-  if (contextLength !== null && (!Number.isSafeInteger(contextLength) || contextLength < 1))
-    throw new CliError('--context-length must be a positive integer');
+  const contextLength = contextLengthOption(opts.contextLength);
   if (opts.effectiveFrom !== undefined && !/^\d{4}-\d{2}-\d{2}$/.test(opts.effectiveFrom))
     throw new CliError('--effective-from must be a date YYYY-MM-DD');
   const bar = progress('listing models', { quiet: opts.json });
@@ -173,6 +195,10 @@ export const registerCatalogCommands = (program: Command): void => {
       `probe inference api-version (default: env ${INFERENCE_VERSION_ENV} or 2024-06-01)`,
     )
     .option('--discovery-api-version <version>', 'listing api-version override')
+    .option(
+      '--context-length <n>',
+      'context_length in tokens for every row (the listing does not state it; blank when absent)',
+    )
     .requiredOption('--catalog <file>', 'catalog CSV to write')
     .requiredOption('--rates <file>', 'rates CSV to write')
     .option('--json', 'print JSON')

@@ -208,12 +208,13 @@ const csvLine = (cells: readonly string[]) => `${cells.map(csvCell).join(',')}\n
 const bool = (value: boolean | null) => (value === null ? '' : String(value));
 
 /**
- * The catalog and rates CSV pair (SPEC 2.8). Context length and prices are not in any listing:
- * they are left blank for the operator, and an import refuses them until filled, quoting the cell.
+ * The catalog and rates CSV pair (SPEC 2.8). Prices are not in any listing, nor is the context
+ * length: it is written only when the operator states it (one value for every row, as the bedrock
+ * collector's --context-length), else left blank; an import refuses blanks, quoting the cell.
  */
 export const collectionCsv = (
   c: Collection,
-  options: { baseUrl?: string; effectiveFrom: string },
+  options: { baseUrl?: string; effectiveFrom: string; contextLength?: number | null },
 ): { catalog: string; rates: string } => {
   let catalog = csvLine(CATALOG_COLUMNS);
   let rates = csvLine(RATES_COLUMNS);
@@ -237,7 +238,7 @@ export const collectionCsv = (
       reasoning: '',
       input_modalities: 'text',
       output_modalities: 'text',
-      context_length: '',
+      context_length: options.contextLength == null ? '' : String(options.contextLength),
       max_output_tokens: '',
       enabled: String(r.routable),
     };

@@ -142,4 +142,13 @@ describe('the run', () => {
       'gpt-4o,standard,output_token,text,0,unbounded,,,,2026-01-01,',
     ]);
   });
+
+  it('a stated context length fills the context_length column of every row', async () => {
+    const c = await collect([{ name: 'gpt4o', model: 'gpt-4o' }]);
+    const { catalog } = collectionCsv(c, { effectiveFrom: '2026-01-01', contextLength: 128_000 });
+    const header = catalog.split('\n')[0]!.split(',');
+    const row = catalog.split('\n')[1]!.split(',');
+    expect(row[header.indexOf('context_length')]).toBe('128000');
+    expect(row[header.indexOf('max_output_tokens')]).toBe('');
+  });
 });
