@@ -309,6 +309,27 @@ export const busContract = (adapter: string, setup: () => Promise<BusFixture>): 
       expect(got.find((d) => d.messageId === `${o}-40`)?.headers['X-Seq']).toBe('40');
     });
 
+    it('carries binary payloads byte for byte, published singly or in a batch', async () => {
+      const o = org();
+      const bytes = Uint8Array.from({ length: 512 }, (_, i) => (i * 7) % 256);
+      await bus.publish(subjects.request(o, 'one'), bytes, { messageId: `${o}-one` });
+      await bus.publishMany([{ subject: subjects.request(o, 'many'), data: bytes, messageId: `${o}-many` }]);
+      const got = new Map<string, Uint8Array>();
+      await consume(
+        bus,
+        `binary_${o}`,
+        `svc.requests.${o}.>`,
+        { ackWaitMs: 5_000, maxDeliveries: 5 },
+        async (m) => {
+          got.set(m.messageId, new Uint8Array(m.data));
+          await m.ack();
+        },
+      );
+      await waitFor('both messages', () => got.size === 2);
+      expect(got.get(`${o}-one`)).toEqual(bytes);
+      expect(got.get(`${o}-many`)).toEqual(bytes);
+    });
+
     it('publishMany dedupes ids seen before and repeated within the batch', async () => {
       const o = org();
       const subject = subjects.request(o, 'dup');

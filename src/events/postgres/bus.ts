@@ -55,10 +55,13 @@ interface LeasedRow {
   exhausted: boolean;
   subject: string;
   message_id: string;
-  data: Buffer;
+  /** Base64. */
+  data: string;
   headers: Record<string, string>;
 }
 
+// Payloads travel as base64 (the protocol carries text only): a third smaller than bytea's hex
+// form, and quicker to decode on the consumer's event loop.
 // Ordering per subject: a row is handed out only when no other unsettled row of its subject is
 // earlier, and none of its subject is currently leased or nak-delayed. Rows that have used up
 // their deliveries are leased without counting, flagged `exhausted`, and dead-lettered by the loop.
@@ -80,7 +83,7 @@ WITH picked AS (
    WHERE d.consumer = picked.consumer AND d.seq = picked.seq
   RETURNING d.seq, d.delivery_count, picked.delivery_count >= $4 AS exhausted
 )
-SELECT l.seq, l.delivery_count, l.exhausted, m.subject, m.message_id, m.data, m.headers
+SELECT l.seq, l.delivery_count, l.exhausted, m.subject, m.message_id, encode(m.data, 'base64') AS data, m.headers
   FROM leased l JOIN svc_bus_messages m ON m.seq = l.seq
  ORDER BY l.seq`;
 
@@ -464,9 +467,10 @@ class PostgresConsumer {
       this.inFlight.delete(row.seq);
       return true;
     };
+    const data = Buffer.from(row.data, 'base64');
     return {
       subject: unprefixed(this.prefix, row.subject),
-      data: new Uint8Array(row.data.buffer, row.data.byteOffset, row.data.byteLength),
+      data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
       messageId: row.message_id,
       headers: row.headers,
       deliveryCount: row.delivery_count,
