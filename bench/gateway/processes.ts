@@ -1,10 +1,10 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runSvc, startServe } from '../../test/helpers/svc-process.js';
+import { runSvc, SVC_BIN, startServe } from '../../test/helpers/svc-process.js';
 import { benchDatabase } from '../lib/database.js';
 import { SLOW_MODEL, startMockUpstream } from './mock-upstream.js';
 
@@ -69,23 +69,75 @@ export const startMock = async (cleanup: Cleanup, inline: boolean): Promise<Mock
   return { origin, where: `child pid ${child.pid}` };
 };
 
+/** The ceiling row: a bare fastify + undici pass-through to the mock, in its own process. */
+export const startBareProxy = async (cleanup: Cleanup, mockOrigin: string): Promise<string> => {
+  const child = fork(fileURLToPath(new URL('./bare-proxy.ts', import.meta.url)), [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, BENCH_PROXY_UPSTREAM: mockOrigin },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  cleanup.defer('bare proxy process', async () => {
+    if (child.connected) child.disconnect();
+    await exitOf(child, 3_000);
+  });
+  return new Promise<string>((resolve, reject) => {
+    child.once('message', (m: { origin: string }) => resolve(m.origin));
+    child.once('exit', (code) => reject(new Error(`bare proxy exited with ${code} before it listened`)));
+  });
+};
+
 export interface BenchGateway {
   httpUrl: string;
   pid: number;
   apiKey: string;
   model: string;
   slowModel: string;
+  /** 'dist' (compiled, plain node) or 'src' (through tsx). */
+  from: 'dist' | 'src';
 }
 
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** `svc serve --json` with node flags of our own (startServe takes none); resolves on its start-up line. */
+const spawnServe = (
+  env: NodeJS.ProcessEnv,
+  nodeArgs: string[],
+  args: string[],
+): Promise<{ child: ChildProcess; httpUrl: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...nodeArgs, SVC_BIN, 'serve', '--json', ...args], {
+      env: { ...process.env, SVC_HTTP_PORT: '0', SVC_GRPC_PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => l.includes('"http_url"'));
+      if (!line) return;
+      child.stdout!.off('data', onData);
+      // Keep draining, so a chatty process never blocks on a full pipe.
+      child.stdout!.resume();
+      resolve({ child, httpUrl: (JSON.parse(line) as { http_url: string }).http_url });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.length > 100_000) out = out.slice(-50_000);
+    });
+    child.once('exit', (code) => reject(new Error(`svc serve exited with ${code}: ${out}`)));
+  });
+
 /**
- * `svc serve --roles gateway,control-plane,projector` on a fresh database with a bootstrapped
- * project, the two bench endpoints on the mock, and a BYOK connection: the request path a real
- * BYOK customer takes, with request records on as the service defaults them.
+ * A fresh database set up by `svc serve --roles control-plane,projector` (bootstrapped project, the
+ * two bench endpoints on the mock, a BYOK connection), then `svc serve --roles gateway` alone, from
+ * the compiled build unless BENCH_GATEWAY_FROM=src: the request path a real BYOK customer takes,
+ * with request records on as the service defaults them, and no other role's memory or CPU in the
+ * gateway's figures. The set-up process is stopped once the gateway serves.
  */
 export const startGateway = async (
   cleanup: Cleanup,
   mockOrigin: string,
-  extraServeEnv: Record<string, string>,
+  options: { nodeArgs: string[]; env: Record<string, string> },
 ): Promise<BenchGateway> => {
   const db = await benchDatabase('gw');
   cleanup.defer('database', () => db.drop());
@@ -97,20 +149,19 @@ export const startGateway = async (
     SVC_MASTER_KEY: randomBytes(32).toString('hex'),
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'warn',
+    ...(process.env.BENCH_GATEWAY_BUS === 'nats'
+      ? { SVC_NATS_URL: process.env.SVC_TEST_NATS_URL ?? 'nats://127.0.0.1:4222' }
+      : {}),
   };
   const svc = async (args: string[]) => {
     const r = await runSvc([...args, '--json'], env);
     if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed: ${r.stderr}`);
     return JSON.parse(r.stdout) as Record<string, unknown>;
   };
-  const serve = await startServe({ ...env, ...extraServeEnv }, [
-    '--roles',
-    'gateway,control-plane,projector',
-  ]);
-  cleanup.defer('svc serve', async () => {
-    serve.child.kill('SIGTERM');
-    // A graceful exit writes the CPU profile; a stuck one must not hold the bench.
-    await exitOf(serve.child, 15_000);
+  const setup = await startServe(env, ['--roles', 'control-plane,projector']);
+  cleanup.defer('svc serve (set-up)', async () => {
+    setup.child.kill('SIGTERM');
+    await exitOf(setup.child, 15_000);
   });
   const boot = await svc([
     'bootstrap',
@@ -156,17 +207,38 @@ export const startGateway = async (
     '--secret',
     'sk-bench-byok',
   ]);
+  const from = process.env.BENCH_GATEWAY_FROM === 'src' ? 'src' : 'dist';
+  if (from === 'dist' && process.env.BENCH_GATEWAY_SKIP_BUILD !== '1') {
+    const built = await new Promise<number | null>((resolve) =>
+      spawn('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' }).on('exit', resolve),
+    );
+    // tsc still emits when a file elsewhere in the tree has a type error; say so, do not stop.
+    if (built !== 0)
+      console.error('bench: tsc -p tsconfig.build.json reported errors; dist/ was still emitted');
+  }
+  const serve = await spawnServe(
+    { ...env, ...options.env, ...(from === 'dist' ? { SVC_FROM_DIST: '1' } : {}) },
+    options.nodeArgs,
+    ['--roles', 'gateway'],
+  );
+  cleanup.defer('svc serve (gateway)', async () => {
+    serve.child.kill('SIGTERM');
+    // A graceful exit writes the CPU profile; a stuck one must not hold the bench.
+    await exitOf(serve.child, 15_000);
+  });
   const gateway: BenchGateway = {
     httpUrl: serve.httpUrl,
     pid: serve.child.pid!,
     apiKey: String(boot.api_key),
     model: 'bench-model',
     slowModel: 'bench-slow-model',
+    from,
   };
   await untilServing(gateway);
+  setup.child.kill('SIGTERM');
+  await exitOf(setup.child, 15_000);
   return gateway;
 };
-
 /** The gateway's registry and tenancy snapshots follow the writes within about a second. */
 const untilServing = async (gw: BenchGateway): Promise<void> => {
   const deadline = Date.now() + 20_000;

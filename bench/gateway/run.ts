@@ -1,13 +1,21 @@
 /**
  * Gateway overhead (issue 6 "Must show"): the same autocannon load at 1, 32 and 128 connections,
- * buffered and streamed, sent direct to a mock OpenAI upstream and through `svc serve` (BYOK
+ * buffered and streamed, sent direct to a mock OpenAI upstream, through a bare fastify + undici
+ * proxy (the ceiling: Node's own HTTP plumbing on this machine), and through `svc serve` (BYOK
  * traffic, request records on), then the targets, and a check that a slow stream is relayed
- * chunk by chunk. The gateway is a fresh `svc serve --roles gateway,control-plane,projector` on
+ * chunk by chunk. The gateway is a fresh `svc serve --roles gateway` from the compiled build, on
  * its own database; everything started here is removed at the end, on failure too.
  *
  *   npm run bench:gateway   BENCH_GATEWAY_DURATION seconds per run (default 6),
  *                           BENCH_GATEWAY_MOCK=inline runs the mock in this process,
- *                           BENCH_GATEWAY_CPU_PROF=<dir> writes a CPU profile of the gateway there.
+ *                           BENCH_GATEWAY_BUS=nats publishes request records to NATS
+ *                             (SVC_TEST_NATS_URL) instead of the Postgres-table bus,
+ *                           BENCH_GATEWAY_FROM=src runs the gateway through tsx,
+ *                           BENCH_GATEWAY_SKIP_BUILD=1 uses dist/ as it is,
+ *                           BENCH_GATEWAY_ONLY=buffered|streamed, BENCH_GATEWAY_CONNECTIONS=1,32
+ *                             narrow the runs,
+ *                           BENCH_GATEWAY_CPU_PROF=<dir> writes a CPU profile of the gateway there
+ *                             (summarise it with bench/gateway/profile-top.ts).
  *
  * Load generator, mock and gateway share this machine's 2 cores, so every number here includes
  * their contention; the direct column pays it too, which keeps the comparison honest.
@@ -15,18 +23,28 @@
 import { mkdir } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { printTable } from '../lib/report.js';
 import { type LoadResult, type LoadTarget, runLoad } from './load.js';
 import { SLOW_MODEL } from './mock-upstream.js';
-import { cleanupStack, cpuSeconds, gatewayMetrics, rssMb, startGateway, startMock } from './processes.js';
+import {
+  cleanupStack,
+  cpuSeconds,
+  gatewayMetrics,
+  rssMb,
+  startBareProxy,
+  startGateway,
+  startMock,
+} from './processes.js';
 import { type Arrival, frameArrivals, relayVerdict } from './relay.js';
 
 const DURATION = Number(process.env.BENCH_GATEWAY_DURATION ?? 6);
 const WARMUP = 1.5;
-const CONNECTIONS = [1, 32, 128] as const;
-const MODES = ['buffered', 'streamed'] as const;
-type Mode = (typeof MODES)[number];
+const ALL_MODES = ['buffered', 'streamed'] as const;
+type Mode = (typeof ALL_MODES)[number];
+const CONNECTIONS = (process.env.BENCH_GATEWAY_CONNECTIONS ?? '1,32,128').split(',').map(Number);
+const MODES = ALL_MODES.filter(
+  (m) => !process.env.BENCH_GATEWAY_ONLY || m === process.env.BENCH_GATEWAY_ONLY,
+);
 const PROFILE_DIR = process.env.BENCH_GATEWAY_CPU_PROF;
 
 const chatBody = (model: string, mode: Mode): string =>
@@ -45,6 +63,7 @@ interface Run {
   mode: Mode;
   connections: number;
   direct: Measured;
+  proxy: Measured;
   gateway: Measured;
 }
 
@@ -95,23 +114,25 @@ console.log(
 try {
   const mock = await startMock(cleanup, process.env.BENCH_GATEWAY_MOCK === 'inline');
   console.log(`mock upstream on ${mock.origin} (${mock.where})`);
-  const profile: Record<string, string> = PROFILE_DIR
-    ? {
-        NODE_OPTIONS: `--import tsx --import ${fileURLToPath(new URL('./cpu-profile.ts', import.meta.url))}`,
-        BENCH_GATEWAY_CPU_PROF_DIR: resolve(PROFILE_DIR),
-      }
-    : {};
+  const proxyOrigin = await startBareProxy(cleanup, mock.origin);
+  console.log(`bare fastify + undici proxy on ${proxyOrigin}`);
   if (PROFILE_DIR) await mkdir(resolve(PROFILE_DIR), { recursive: true });
-  const gw = await startGateway(cleanup, mock.origin, profile);
+  const gw = await startGateway(cleanup, mock.origin, {
+    nodeArgs: PROFILE_DIR
+      ? ['--cpu-prof', `--cpu-prof-dir=${resolve(PROFILE_DIR)}`, '--cpu-prof-interval=200']
+      : [],
+    env: {},
+  });
   const idle = await rssMb(gw.pid);
   const idleMetrics = await gatewayMetrics(gw.httpUrl);
   console.log(
-    `svc serve on ${gw.httpUrl} (pid ${gw.pid}; after start-up RSS ${idle.rss.toFixed(1)} MB, V8 heap used ${idleMetrics.heapUsed.toFixed(1)} MB), serving through the mock`,
+    `svc serve --roles gateway from ${gw.from} on ${gw.httpUrl} (pid ${gw.pid}; bus ${process.env.BENCH_GATEWAY_BUS === 'nats' ? 'NATS' : 'Postgres table'}; after start-up RSS ${idle.rss.toFixed(1)} MB, V8 heap used ${idleMetrics.heapUsed.toFixed(1)} MB), serving through the mock`,
   );
 
   const gatewayHeaders = { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' };
   const directHeaders = { authorization: 'Bearer sk-bench-byok', 'content-type': 'application/json' };
   const directUrl = `${mock.origin}/v1/chat/completions`;
+  const proxyUrl = `${proxyOrigin}/v1/chat/completions`;
   const gatewayUrl = `${gw.httpUrl}/v1/chat/completions`;
 
   const slowDirect = await frameArrivals(directUrl, directHeaders, chatBody(SLOW_MODEL, 'streamed'));
@@ -122,6 +143,11 @@ try {
   for (const mode of MODES) {
     const direct: LoadTarget = {
       url: directUrl,
+      headers: directHeaders,
+      body: chatBody('bench-upstream', mode),
+    };
+    const proxy: LoadTarget = {
+      url: proxyUrl,
       headers: directHeaders,
       body: chatBody('bench-upstream', mode),
     };
@@ -139,33 +165,38 @@ try {
         mode,
         connections,
         direct: await measure(direct, null),
+        proxy: await measure(proxy, null),
         gateway: await measure(gateway, gw.pid),
       };
       runs.push(run);
       console.log(
-        `${mode} c=${connections}: direct ${rate(run.direct.requestsPerSecond)} req/s, gateway ${rate(run.gateway.requestsPerSecond)} req/s` +
-          (run.gateway.failed || run.direct.failed
-            ? `  FAILED: ${run.gateway.failures || run.direct.failures}`
+        `${mode} c=${connections}: direct ${rate(run.direct.requestsPerSecond)} req/s, bare proxy ${rate(run.proxy.requestsPerSecond)} req/s, gateway ${rate(run.gateway.requestsPerSecond)} req/s (load ${loadavg()[0]!.toFixed(2)})` +
+          (run.gateway.failed || run.direct.failed || run.proxy.failed
+            ? `  FAILED: ${run.gateway.failures || run.proxy.failures || run.direct.failures}`
             : ''),
       );
     }
   }
+  const loadAfter = loadavg()[0]!;
   const memory = await rssMb(gw.pid);
   const after = await gatewayMetrics(gw.httpUrl);
 
   printGrid(
-    `bench/gateway: ${DURATION} s per run after ${WARMUP} s warm-up; latency in ms to the last byte; mock ${mock.where.startsWith('child') ? 'in a child process' : 'in-process'}; gw CPU % of one core`,
+    `bench/gateway: ${DURATION} s per run after ${WARMUP} s warm-up; latency in ms to the last byte; mock ${mock.where.startsWith('child') ? 'in a child process' : 'in-process'}; gateway from ${gw.from}; load average (1 min) ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after; gw CPU % of one core`,
     [
       'mode',
       'conns',
       'direct req/s',
+      'proxy req/s',
       'gw req/s',
-      'ratio %',
+      'gw/direct %',
+      'gw/proxy %',
       'direct p50',
-      'direct p99',
+      'proxy p50',
       'gw p50',
       'gw p99',
-      'p50 overhead ms',
+      'gw-direct p50 ms',
+      'gw-proxy p50 ms',
       'gw CPU %',
       'gw CPU us/req',
       'gw non-2xx',
@@ -174,13 +205,16 @@ try {
       r.mode,
       String(r.connections),
       rate(r.direct.requestsPerSecond),
+      rate(r.proxy.requestsPerSecond),
       rate(r.gateway.requestsPerSecond),
       ((100 * r.gateway.requestsPerSecond) / r.direct.requestsPerSecond).toFixed(1),
+      ((100 * r.gateway.requestsPerSecond) / r.proxy.requestsPerSecond).toFixed(1),
       ms(r.direct.p50Ms),
-      ms(r.direct.p99Ms, 2),
+      ms(r.proxy.p50Ms),
       ms(r.gateway.p50Ms),
       ms(r.gateway.p99Ms, 2),
       ms(r.gateway.p50Ms - r.direct.p50Ms),
+      ms(r.gateway.p50Ms - r.proxy.p50Ms),
       ((100 * r.gateway.cpu) / r.gateway.wallSeconds).toFixed(0),
       ((1e6 * r.gateway.cpu) / r.gateway.ok).toFixed(0),
       String(r.gateway.failed),
@@ -189,9 +223,10 @@ try {
   printArrivals(slowDirect, slowGateway);
 
   const at = (mode: Mode, connections: number) =>
-    runs.find((r) => r.mode === mode && r.connections === connections)!;
+    runs.find((r) => r.mode === mode && r.connections === connections);
   const overhead = (mode: Mode, limit: number) => {
     const r = at(mode, 1);
+    if (!r) return { metric: `p50 overhead, 1 connection, ${mode}`, measured: 'not run' };
     const v = r.gateway.p50Ms - r.direct.p50Ms;
     return {
       metric: `p50 overhead, 1 connection, ${mode}`,
@@ -202,6 +237,7 @@ try {
   };
   const ratio = (mode: Mode) => {
     const r = at(mode, 32);
+    if (!r) return { metric: `gateway / direct throughput, 32 connections, ${mode}`, measured: 'not run' };
     const v = (100 * r.gateway.requestsPerSecond) / r.direct.requestsPerSecond;
     return {
       metric: `gateway / direct throughput, 32 connections, ${mode}`,
@@ -210,7 +246,7 @@ try {
       met: v >= 30,
     };
   };
-  const failed = runs.reduce((n, r) => n + r.gateway.failed + r.direct.failed, 0);
+  const failed = runs.reduce((n, r) => n + r.gateway.failed + r.proxy.failed + r.direct.failed, 0);
   printTable('Targets (issue 6)', [
     overhead('buffered', 0.3),
     overhead('streamed', 0.5),
@@ -248,6 +284,7 @@ try {
     const detail = runs
       .flatMap((r) => [
         r.direct.failed ? `${r.mode} c=${r.connections} direct: ${r.direct.failures}` : '',
+        r.proxy.failed ? `${r.mode} c=${r.connections} bare proxy: ${r.proxy.failures}` : '',
         r.gateway.failed ? `${r.mode} c=${r.connections} gateway: ${r.gateway.failures}` : '',
       ])
       .filter(Boolean);
