@@ -1,6 +1,15 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/**
+ * Random bytes for ids, drawn from one pool refilled 256 ids at a time: a request needs one id, and
+ * a syscall plus a fresh Buffer per id showed in the gateway's profile (crypto.randomUUID pools the
+ * same way). Ids are unique and unguessable enough to name things, never secrets: see newSecret.
+ */
+const POOL_IDS = 256;
+const pool = Buffer.allocUnsafe(16 * POOL_IDS);
+let poolOffset = pool.length;
 
 /**
  * Sortable ids: 10 characters of millisecond time then 16 random characters (Crockford base32,
@@ -13,9 +22,13 @@ export const newId = (prefix: string, now = Date.now()): string => {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const bytes = randomBytes(16);
+  if (poolOffset === pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
   let rand = '';
-  for (const b of bytes) rand += ALPHABET[b & 31];
+  for (let i = poolOffset; i < poolOffset + 16; i++) rand += ALPHABET[pool[i]! & 31];
+  poolOffset += 16;
   return `${prefix}_${time}${rand}`;
 };
 

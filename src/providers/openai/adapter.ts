@@ -66,16 +66,27 @@ const chunkOf = (json: Record<string, unknown>): CanonicalChunk => {
   };
 };
 
-/** Upstream SSE to canonical chunks; a read failure, an in-band error or the size cap throws StreamFailure. */
+const ignore = () => {};
+
+/**
+ * Upstream SSE to canonical chunks; a read failure, an in-band error or the size cap throws StreamFailure.
+ * At `[DONE]` the rest of the body is drained, not destroyed: destroying an unfinished undici body
+ * builds an AbortError with its stack on every request, and gives up the keep-alive connection.
+ */
 async function* streamChunks(response: UpstreamResponse, maxBytes: number): AsyncGenerator<CanonicalChunk> {
   const parser = new SseParser();
+  const body = response.body;
+  let settled = false;
   try {
-    for await (const piece of response.body) {
+    read: for await (const piece of body.iterator({ destroyOnReturn: false })) {
       const events = parser.push(piece as Uint8Array);
       if (parser.bytes > maxBytes)
         throw new StreamFailure('size_cap', `upstream stream exceeded ${maxBytes} bytes`);
       for (const e of events) {
-        if (e.data === '[DONE]') return;
+        if (e.data === '[DONE]') {
+          settled = true;
+          break read;
+        }
         let json: Record<string, unknown>;
         try {
           json = JSON.parse(e.data) as Record<string, unknown>;
@@ -93,13 +104,20 @@ async function* streamChunks(response: UpstreamResponse, maxBytes: number): Asyn
         yield chunkOf(json);
       }
     }
-    for (const e of parser.end()) if (e.data === '[DONE]') return;
-    throw new StreamFailure('read', 'upstream stream ended before [DONE]');
+    if (settled) {
+      // Whatever follows [DONE] (usually only the end of the chunked body) is read and dropped.
+      body.dump({ limit: maxBytes }).catch(() => {});
+      return;
+    }
+    for (const e of parser.end()) if (e.data === '[DONE]') settled = true;
+    if (!settled) throw new StreamFailure('read', 'upstream stream ended before [DONE]');
   } catch (err) {
     if (err instanceof StreamFailure) throw err;
     throw new StreamFailure('read', 'upstream stream read failed');
   } finally {
-    response.body.destroy();
+    // A failure, or the consumer leaving early (client gone): stop the upstream now. The iterator
+    // no longer listens, and undici reports the destroy as an 'error' that nobody must miss.
+    if (!settled) body.on('error', ignore).destroy();
   }
 }
 

@@ -108,7 +108,8 @@ export const openRequest = (
   const { canonical, dialect } = options;
   const startedAt = new Date();
   const key = request.apiKey!;
-  const requestId = newId('req');
+  // The server already named the request (genReqId): reuse that id rather than draw a second one.
+  const requestId = request.id.startsWith('req_') ? request.id : newId('req');
   reply.header(REQUEST_ID_HEADER, requestId);
   const tenancy = deps.tenancy();
   const tracing = tracingOf(request, key, tenancy);
@@ -418,7 +419,19 @@ export const serveCompletion = async (
   const res = openEventStream(reply, requestId);
   const renderer = dialect.stream(identity, { includeUsage: canonical.includeUsage });
   const traced: string[] = [];
+  // Frames produced in the same tick (one upstream read) leave in one socket write: each is still
+  // its own chunk of the body, and none waits past this tick, so the relay stays chunk by chunk.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    res.uncork();
+  };
   const write = async (frames: string[]) => {
+    if (!corked && frames.length > 0) {
+      corked = true;
+      res.cork();
+      process.nextTick(uncork);
+    }
     for (const frame of frames) {
       if (tracing.full) traced.push(frame);
       if (!res.write(frame))
