@@ -1,15 +1,25 @@
+import { rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeAzure, startFakeAzure } from '../fakes/azure-openai.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { completedEnvelope } from '../helpers/request-envelopes.js';
+import { selfSignedCertificate } from '../helpers/test-tls.js';
 
-// Issue 9 embeddings with the real `openai` SDK against `svc serve` and a fake Azure resource:
-// the deployment path, api-key and api-version, the catalog model name echoed, and fallback from a
-// connection_not_configured candidate to the next one (SPEC 4.1 rule 4, 4.7).
+// Issue 9 embeddings and responses with the real `openai` SDK against `svc serve` and a fake Azure
+// resource: the deployment path, api-key and api-version, the catalog model name echoed, fallback
+// from a connection_not_configured candidate to the next one, and responses on the resource host's
+// v1 surface (SPEC 4.1 rule 4, 4.7). That surface is always https://{resource}.{domain}, whatever the
+// connection's base_url says, so the serve process dials a second, HTTPS fake for that one name
+// (test/helpers/connect-to.mjs) and trusts its throwaway certificate.
 
 const KEY = 'azure-resource-key';
 const API_VERSION = '2024-10-21';
+const RESOURCE_HOST = 'myres.openai.azure.com';
 let fake: FakeAzure;
+let v1: FakeAzure;
+let certDir: string;
 let gw: GatewayEnv;
 let client: OpenAI;
 
@@ -39,10 +49,26 @@ beforeAll(async () => {
     apiVersion: API_VERSION,
     deployments: [{ name: 'emb-prod', model: 'text-embedding-3-small', reply: { embeddingDimensions: 6 } }],
   });
-  gw = await startGatewayEnv({ SVC_GATEWAY_RETRIES: '1', SVC_GATEWAY_RETRY_BACKOFF_MS: '5' });
+  const tls = await selfSignedCertificate(RESOURCE_HOST);
+  certDir = tls.dir;
+  v1 = await startFakeAzure({
+    apiKey: KEY,
+    apiVersion: API_VERSION,
+    tls,
+    deployments: [{ name: 'gpt4o-prod', model: 'gpt-4o-2024-08-06' }],
+  });
+  const preload = fileURLToPath(new URL('../helpers/connect-to.mjs', import.meta.url));
+  gw = await startGatewayEnv({
+    SVC_GATEWAY_RETRIES: '1',
+    SVC_GATEWAY_RETRY_BACKOFF_MS: '5',
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${preload}`.trim(),
+    NODE_EXTRA_CA_CERTS: tls.certFile,
+    SVC_TEST_CONNECT_TO: `${RESOURCE_HOST}:443=127.0.0.1:${v1.port}`,
+  });
   await upsert('embed-small', 'text-embedding-3-small', 'embeddings');
   await upsert('embed-large', 'text-embedding-3-large', 'embeddings');
-  await upsert('chat-only', 'gpt-4o', 'chat');
+  await upsert('chat-only', 'gpt-4o-mini', 'chat');
+  await upsert('gpt-4o', 'gpt-4o', 'chat,streaming');
   await gw.svc([
     'connections',
     'create',
@@ -60,7 +86,7 @@ beforeAll(async () => {
     JSON.stringify({
       resource: 'myres',
       api_version: API_VERSION,
-      deployments: { 'embed-small': 'emb-prod' },
+      deployments: { 'embed-small': 'emb-prod', 'gpt-4o': 'gpt4o-prod' },
     }),
   ]);
   client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
@@ -80,8 +106,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop();
   await fake?.close();
+  await v1?.close();
+  if (certDir) await rm(certDir, { recursive: true, force: true });
 });
-beforeEach(() => fake.reset());
+beforeEach(() => {
+  fake.reset();
+  v1.reset();
+});
 
 describe('embeddings through an azure deployment', () => {
   it('buffered: the deployment path, api-version and api-key upstream; the catalog model name back', async () => {
@@ -120,12 +151,63 @@ describe('embeddings through an azure deployment', () => {
     expect(fake.requests).toHaveLength(0);
   });
 
-  it('capability gating: a chat-only model is 400 no_compatible_candidate', async () => {
+  it('capability gating: a chat-only model is 400 no_compatible_candidate for embeddings', async () => {
     const err = (await client.embeddings
       .create({ model: 'chat-only', input: 'x' })
       .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(err.status).toBe(400);
     expect((err.error as { code: string }).code).toBe('no_compatible_candidate');
     expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe('responses through an azure deployment', () => {
+  it('buffered: https://{resource}.{domain}/openai/v1/responses, no api-version, the deployment name as model', async () => {
+    const { data: r, response } = await client.responses
+      .create({ model: 'gpt-4o', input: 'hello resource' })
+      .withResponse();
+    expect(r.object).toBe('response');
+    expect(r.output_text).toBe('hello resource');
+    expect(v1.requests).toHaveLength(1);
+    const sent = v1.requests[0]!;
+    expect(sent.path).toBe('/openai/v1/responses');
+    expect(sent.query).toEqual({});
+    expect(sent.headers.host).toBe(RESOURCE_HOST);
+    expect(sent.headers['api-key']).toBe(KEY);
+    expect(sent.headers.authorization).toBeUndefined();
+    expect(sent.body).toEqual({ model: 'gpt4o-prod', input: 'hello resource' });
+    expect(v1.violations).toEqual([]);
+    // The data-plane origin (the connection's base_url) is not where responses go.
+    expect(fake.requests).toHaveLength(0);
+    const envelope = await completedEnvelope(gw, response.headers.get('x-svc-request-id')!);
+    expect(envelope).toMatchObject({ route: '/v1/responses', provider: 'azure', status: 'success' });
+    expect(envelope.usage.completion_tokens).toBe(2);
+  });
+
+  it('streamed: the events of the resource host relayed, usage from response.completed', async () => {
+    const stream = await client.responses.create({ model: 'gpt-4o', input: 'one two three', stream: true });
+    let text = '';
+    let usage: OpenAI.Responses.ResponseUsage | undefined;
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed') usage = event.response.usage ?? undefined;
+    }
+    expect(text).toBe('one two three');
+    expect(usage?.output_tokens).toBe(3);
+    expect(v1.requests[0]).toMatchObject({
+      path: '/openai/v1/responses',
+      query: {},
+      body: { model: 'gpt4o-prod', stream: true },
+    });
+    expect(v1.violations).toEqual([]);
+  });
+
+  it('an unmapped model is connection_not_configured for responses too, before any call', async () => {
+    const err = (await client.responses
+      .create({ model: 'chat-only', input: 'x' })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(err.status).toBe(503);
+    expect((err.error as { code: string }).code).toBe('connection_not_configured');
+    expect(v1.requests).toHaveLength(0);
   });
 });

@@ -1,4 +1,5 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { ReplyOptions } from './openai-upstream/behaviours.js';
 import { responses } from './openai-upstream/responses.js';
@@ -42,6 +43,8 @@ export interface FakeAzureOptions {
   listingVersions?: { dataPlane?: string; projects?: string };
   /** The projects listing reports each deployment's resource path in `id` as well as its name. */
   projectsReportPaths?: boolean;
+  /** Serve HTTPS with this key pair (the resource host's v1 surface is always https). */
+  tls?: { key: string; cert: string };
 }
 
 export interface AzureRequest {
@@ -54,6 +57,7 @@ export interface AzureRequest {
 
 export interface FakeAzure {
   readonly url: string;
+  readonly port: number;
   readonly requests: readonly AzureRequest[];
   readonly violations: readonly string[];
   setDeployments(deployments: FakeDeployment[]): void;
@@ -196,7 +200,7 @@ export const startFakeAzure = async (options: FakeAzureOptions): Promise<FakeAzu
     return sendRoute(res, chatCompletions(body, d.reply ?? {}));
   };
 
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -218,11 +222,13 @@ export const startFakeAzure = async (options: FakeAzureOptions): Promise<FakeAzu
       requests.push(r);
       handle(r, res);
     });
-  });
+  };
+  const server = options.tls ? createTlsServer(options.tls, onRequest) : createServer(onRequest);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    port,
     requests,
     violations,
     setDeployments: (list) => {
