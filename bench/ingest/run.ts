@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Registry } from 'prom-client';
@@ -63,6 +63,8 @@ interface Outcome {
   adapter: string;
   publishSeconds: number;
   ingestSeconds: number;
+  /** CPU time of this process (every thread, chdb's included) during the ingest phase. */
+  cpuSeconds: number;
   stats: IngestStats;
   suppressed: number;
   deadLetters: number;
@@ -160,9 +162,12 @@ const measure = async (
   });
   const stopProfile = profileIngest(bus.adapter);
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   await consumer.start();
   while (!(await allQueryable(store))) await new Promise((r) => setTimeout(r, 100));
   const ingestSeconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   await stopProfile();
   process.stdout.write(`${ingestSeconds.toFixed(1)} s\n`);
   await consumer.stop();
@@ -172,6 +177,7 @@ const measure = async (
     adapter,
     publishSeconds,
     ingestSeconds,
+    cpuSeconds,
     stats: consumer.stats(),
     suppressed: await metric('svc_ingest_clickhouse_suppressed_writes_total'),
     packs: await metric('svc_ingest_body_packs_total'),
@@ -262,7 +268,11 @@ const rows: BenchRow[] = outcomes.flatMap((o) => {
       met: rate >= TARGET,
     },
     {
-      metric: `${o.adapter}: time in pack / insert / read-back / audit`,
+      metric: `${o.adapter}: CPU of the ingest process (all threads) per request`,
+      measured: `${o.cpuSeconds.toFixed(1)} s, ${Math.round((o.cpuSeconds * 1e6) / COUNT)} µs`,
+    },
+    {
+      metric: `${o.adapter}: flush time in pack / insert / read-back / audit, summed over flushes`,
       measured: `${share(t.packMs)} / ${share(t.insertMs)} / ${share(t.readBackMs)} / ${share(t.auditMs)}`,
     },
     {
@@ -277,7 +287,11 @@ const rows: BenchRow[] = outcomes.flatMap((o) => {
     },
   ];
 });
+const load = loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ');
 printTable(
-  `Ingest: ${COUNT.toLocaleString('en-US')} envelopes, inline request and response bodies of ${BODY} bytes each`,
+  `Ingest: ${COUNT.toLocaleString('en-US')} envelopes, inline request and response bodies of ${BODY} bytes each ` +
+    `(${cpus().length} CPUs, load average ${load} at the end)`,
   rows,
 );
