@@ -270,3 +270,127 @@ describe('POST /v1/responses', () => {
     expect(fake.requests.map((q) => q.path)).toEqual(['/v1/responses']);
   });
 });
+
+describe('providers without the operation', () => {
+  beforeAll(async () => {
+    await gw.svc([
+      'registry',
+      'upsert',
+      '--lane',
+      'anthropic',
+      '--adapter',
+      'anthropic',
+      '--model',
+      'claude-x',
+      '--provider-model-id',
+      'claude-x-upstream',
+      '--base-url',
+      'http://127.0.0.1:9',
+      '--capabilities',
+      'chat,streaming',
+      '--input-price-per-token',
+      '0.000003',
+      '--output-price-per-token',
+      '0.000015',
+    ]);
+    await gw.svc([
+      'connections',
+      'create',
+      '--project',
+      gw.boot.project_id,
+      '--provider',
+      'anthropic',
+      '--name',
+      'primary',
+      '--secret',
+      'sk-ant-x',
+    ]);
+    await eventually(
+      async () => (await post('/responses', { model: 'claude-x', input: 'x' })).status === 400,
+      10_000,
+      'the anthropic endpoint and connection in the gateway',
+    );
+    fake.reset();
+  });
+
+  it('responses on the messages-style provider: the structured unsupported error, then fallback to the next candidate', async () => {
+    const alone = await post('/responses', { model: 'claude-x', input: 'x' });
+    expect(alone.status).toBe(400);
+    expect(alone.json.error).toMatchObject({ type: 'invalid_request_error', code: 'unsupported_operation' });
+    expect(String(alone.json.error.message)).toContain('anthropic');
+    const next = await client.responses.create({ model: 'claude-x,gpt-4o', input: 'fall forward' });
+    expect(next.output_text).toBe('fall forward');
+    expect(fake.requests.map((q) => q.path)).toEqual(['/v1/responses']);
+  });
+
+  it('embeddings on the messages-style provider are gated out before dispatch', async () => {
+    const r = await post('/embeddings', { model: 'claude-x', input: 'x' });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'no_compatible_candidate' });
+  });
+});
+
+describe('wallet traffic', () => {
+  let walletKey: string;
+  let workspaceId: string;
+  const embed = (key: string) =>
+    fetch(`${gw.serve.httpUrl}/v1/embeddings`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'text-embedding-3-small', input: 'held' }),
+    });
+
+  beforeAll(async () => {
+    await gw.svc([
+      'keys',
+      'platform',
+      'set',
+      '--provider',
+      'openai',
+      '--secret',
+      'sk-platform',
+      '--base-url',
+      fake.url,
+    ]);
+    const boot = await gw.svc([
+      'bootstrap',
+      '--workspace',
+      'Wallet Ws',
+      '--org',
+      'Wallet Org',
+      '--project',
+      'Wallet',
+    ]);
+    walletKey = boot.api_key as string;
+    workspaceId = boot.workspace_id as string;
+    await eventually(
+      async () => (await embed(walletKey)).status === 402,
+      10_000,
+      'the wallet project in the gateway',
+    );
+    fake.reset();
+  });
+
+  it('an embeddings request on a platform key holds escrow first: 402 without funds, served once granted', async () => {
+    const refused = await embed(walletKey);
+    const refusedBody = (await refused.json()) as { error: Record<string, unknown> };
+    expect(refused.status).toBe(402);
+    expect(refusedBody.error).toMatchObject({
+      type: 'insufficient_quota',
+      code: 'insufficient_funds',
+    });
+    expect(fake.requests).toHaveLength(0);
+
+    const grant = await fetch(`${gw.serve.httpUrl}/api/workspaces/${workspaceId}/wallet/grants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount_usd: '1', reason: 'embeddings test', idempotency_key: 'emb-1' }),
+    });
+    expect(grant.status).toBe(201);
+    const served = await embed(walletKey);
+    expect(served.status).toBe(200);
+    expect(fake.requests.at(-1)!.apiKey).toBe('sk-platform');
+    const envelope = await envelopeOf(served.headers.get('x-svc-request-id')!);
+    expect(envelope).toMatchObject({ route: '/v1/embeddings', funding: 'wallet', status: 'success' });
+  });
+});

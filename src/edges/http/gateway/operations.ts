@@ -88,7 +88,7 @@ export const serveJsonOperation = async (
     max_output_tokens:
       route.operation === 'embeddings' ? 0 : (canonical.maxTokens ?? e.max_output_tokens ?? 4_096),
   }));
-  if (refused) return refused;
+  if (refused) return refused.refused;
 
   const call: AttemptCall<JsonReply, RelayedEvent> = (adapter, target) => {
     const serve = adapter[route.operation];

@@ -211,15 +211,16 @@ export const admit = (
 
 /**
  * Wallet-funded candidates hold the largest of their estimates before any upstream call. Answers
- * the request itself (402, or 503 when funds cannot be checked) and returns that reply when the
- * hold is refused; null when the request may go on.
+ * the request itself (402, or 503 when funds cannot be checked) and returns that reply, wrapped,
+ * when the hold is refused; null when the request may go on. (A FastifyReply is thenable: returned
+ * bare from an async function it would be awaited into undefined and the request would go on.)
  */
 export const holdEscrow = async (
   scope: RequestScope,
   deps: GatewayDeps,
   candidates: readonly RegistryEndpoint[],
   shape: (endpoint: RegistryEndpoint) => EscrowShape,
-): Promise<FastifyReply | null> => {
+): Promise<{ refused: FastifyReply } | null> => {
   const { key, tenancy, registry, startedAt, requestId, fail } = scope;
   let hold: Usd | null = null;
   for (const e of candidates) {
@@ -234,17 +235,23 @@ export const holdEscrow = async (
     held = await deps.escrow.hold({ requestId, workspaceId: key.workspaceId, amountUsd: formatUsd(hold) });
   } catch {
     // Funds cannot be checked: fail closed, in the caller's envelope, and still record the request.
-    return fail(new ServiceError('service_unavailable', 'wallet funds could not be checked; retry shortly'));
+    return {
+      refused: fail(
+        new ServiceError('service_unavailable', 'wallet funds could not be checked; retry shortly'),
+      ),
+    };
   }
   if (held.ok) return null;
-  return fail(
-    new ServiceError(
-      'insufficient_funds',
-      held.reason === 'no_wallet'
-        ? 'this workspace has no wallet funding platform-key traffic'
-        : `insufficient wallet funds: this request holds up to ${formatUsd(hold)} USD${held.availableUsd ? `, ${held.availableUsd} USD available` : ''}`,
+  return {
+    refused: fail(
+      new ServiceError(
+        'insufficient_funds',
+        held.reason === 'no_wallet'
+          ? 'this workspace has no wallet funding platform-key traffic'
+          : `insufficient wallet funds: this request holds up to ${formatUsd(hold)} USD${held.availableUsd ? `, ${held.availableUsd} USD available` : ''}`,
+      ),
     ),
-  );
+  };
 };
 
 /** Prices a served request's usage on the endpoint's rate card at the request's start. */
@@ -389,7 +396,7 @@ export const serveCompletion = async (
     prompt_tokens: Math.ceil(options.requestBytes / 4),
     max_output_tokens: canonical.maxTokens ?? e.max_output_tokens ?? 4_096,
   }));
-  if (refused) return refused;
+  if (refused) return refused.refused;
 
   const dispatched = await dispatch(scope, reply, deps, selected.candidates, { pricing: 'chat' });
   if (!dispatched.ok) return dispatched.reply;
