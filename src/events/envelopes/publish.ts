@@ -26,6 +26,8 @@ export interface RequestRecordPublisherOptions {
   concurrency?: number;
   /** Records in one live batch at most; a partial batch goes on the next event-loop turn. */
   maxBatchRecords?: number;
+  /** Bytes in one live batch at most (a larger single record still goes, alone). */
+  maxBatchBytes?: number;
   /** Past either bound, new records are spooled instead of held in memory. */
   maxQueuedRecords?: number;
   maxQueuedBytes?: number;
@@ -82,6 +84,7 @@ export class RequestRecordPublisher {
   private readonly drainer: SpoolDrainer;
   private readonly concurrency: number;
   private readonly maxBatchRecords: number;
+  private readonly maxBatchBytes: number;
   private pumpScheduled = false;
   private readonly maxQueuedRecords: number;
   private readonly maxQueuedBytes: number;
@@ -94,6 +97,7 @@ export class RequestRecordPublisher {
   ) {
     this.concurrency = options.concurrency ?? 4;
     this.maxBatchRecords = Math.max(1, options.maxBatchRecords ?? 256);
+    this.maxBatchBytes = options.maxBatchBytes ?? 4 * 1024 * 1024;
     this.maxQueuedRecords = options.maxQueuedRecords ?? 10_000;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
     this.drainer = new SpoolDrainer(
@@ -136,7 +140,7 @@ export class RequestRecordPublisher {
     }
     this.queue.push({ record, bytes });
     this.queuedBytes += bytes;
-    if (this.queue.length >= this.maxBatchRecords) this.pump();
+    if (this.queue.length >= this.maxBatchRecords || this.queuedBytes >= this.maxBatchBytes) this.pump();
     else this.pumpSoon();
   }
 
@@ -215,8 +219,15 @@ export class RequestRecordPublisher {
 
   private pump(): void {
     while (this.inFlight.size < this.concurrency && this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatchRecords);
-      for (const q of batch) this.queuedBytes -= q.bytes;
+      let size = 0;
+      let bytes = 0;
+      for (const q of this.queue) {
+        if (size >= this.maxBatchRecords || (size > 0 && bytes + q.bytes > this.maxBatchBytes)) break;
+        bytes += q.bytes;
+        size++;
+      }
+      const batch = this.queue.splice(0, size);
+      this.queuedBytes -= bytes;
       if (!this.busUp) {
         for (const q of batch) this.toSpool(q.record);
         continue;

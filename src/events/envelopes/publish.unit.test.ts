@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { blake3Hex, bodyBytes } from './body.js';
 import { sampleDraft } from './envelopes.fixtures.js';
 import { RequestRecordPublisher, type RequestRecordPublisherOptions } from './publish.js';
+import { buildRequestRecord } from './record.js';
 import { isChunkedBody, requestCompletedSchema } from './request-completed.js';
 import { ScriptedBus } from './scripted-bus.fixtures.js';
 import { decodeSpoolLine, REJECTED_FILE, spoolPath } from './spool.js';
@@ -96,6 +97,20 @@ describe('RequestRecordPublisher', () => {
     ] as const)
       for (let i = from + 1; i < to; i++) expect(position(i)).toBeGreaterThan(position(i - 1));
     expect(publisher.stats()).toMatchObject({ published: 600, spooled: 0, pending: 0 });
+  });
+
+  it('keeps a batch within its byte bound, a larger record going alone', async () => {
+    const bus = new ScriptedBus();
+    // Room for two plain records, not for three, nor for the one with a body.
+    const plain = buildRequestRecord(sampleDraft({ request_id: 'a' })).bytes;
+    const publisher = await open(bus, { maxBatchBytes: Math.floor(2.5 * plain) });
+    publisher.record(sampleDraft({ request_id: 'a' }));
+    publisher.record(sampleDraft({ request_id: 'big' }), { request: 'q'.repeat(5 * plain) });
+    publisher.record(sampleDraft({ request_id: 'b' }));
+    publisher.record(sampleDraft({ request_id: 'c' }));
+    await publisher.flush();
+    expect(bus.batches).toEqual([1, 1, 2]);
+    expect(bus.envelopeIds().sort()).toEqual(['a', 'b', 'big', 'c']);
   });
 
   it('sends a record in one batch: its chunks, then its envelope', async () => {
