@@ -98,6 +98,8 @@ export interface RelayedEvent {
   data: string;
   usage?: Usage;
   serviceTier?: unknown;
+  /** Generated text the event carries, to estimate usage when a stream ends without its report. */
+  text?: string;
 }
 
 export type JsonOutcome = Outcome<JsonReply, RelayedEvent>;

@@ -241,23 +241,39 @@ describe('POST /v1/responses', () => {
     expect(envelope.total_cost_usd).toBe('0.00013');
   });
 
-  it('a stream cut before response.completed ends with an error event and is recorded as failed', async () => {
-    fake.enqueue(cutStream(4, { path: '/v1/responses', text: 'a b c d e f' }));
+  it('a stream cut before response.completed ends with an error event, recorded as failed and priced from what was relayed', async () => {
+    fake.enqueue(cutStream(7, { path: '/v1/responses', text: 'alpha beta gamma delta epsilon' }));
+    const body = JSON.stringify({ model: 'gpt-4o', input: 'x', stream: true });
     const res = await fetch(`${gw.serve.httpUrl}/v1/responses`, {
       method: 'POST',
       headers: { authorization: `Bearer ${gw.boot.api_key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-4o', input: 'x', stream: true }),
+      body,
     });
     expect(res.status).toBe(200);
-    const body = await res.text();
-    const last = body.trim().split('\n\n').at(-1)!;
-    expect(last.split('\n')[0]).toBe('event: error');
-    expect(JSON.parse(last.split('\n')[1]!.slice('data: '.length))).toMatchObject({
-      type: 'error',
-      code: 'upstream_stream_error',
-    });
+    const events = (await res.text())
+      .trim()
+      .split('\n\n')
+      .map((frame) => {
+        const [event, data] = frame.split('\n');
+        return { event: event!.slice('event: '.length), data: JSON.parse(data!.slice('data: '.length)) };
+      });
+    const last = events.at(-1)!;
+    expect(last.event).toBe('error');
+    expect(last.data).toMatchObject({ type: 'error', code: 'upstream_stream_error' });
+    const relayed = events
+      .filter((e) => e.event === 'response.output_text.delta')
+      .map((e) => e.data.delta as string)
+      .join('');
+    expect(relayed).toBe('alpha beta gamma');
     const envelope = await envelopeOf(res.headers.get('x-svc-request-id')!);
-    expect(envelope).toMatchObject({ route: '/v1/responses', status: 'error' });
+    expect(envelope).toMatchObject({
+      route: '/v1/responses',
+      status: 'error',
+      usage: {
+        prompt_tokens: Math.ceil(Buffer.byteLength(body) / 4),
+        completion_tokens: Math.ceil(Buffer.byteLength(relayed) / 4),
+      },
+    });
   });
 
   it('responses take responses or chat models; others are 400 no_compatible_candidate', async () => {

@@ -128,6 +128,8 @@ export async function* responsesEvents(
         typeof err.code === 'string' ? err.code : undefined,
       );
     }
+    if (type?.endsWith('.delta') && isRecord(json) && typeof json.delta === 'string')
+      return { ...e, text: json.delta };
     if (type !== undefined && TERMINAL.has(type) && isRecord(json) && isRecord(json.response)) {
       ended = true;
       const usage = responsesUsage(json.response.usage);

@@ -129,13 +129,14 @@ export const serveJsonOperation = async (
   };
   let usage: Usage | null = null;
   let serviceTier: unknown;
-  let relayedBytes = 0;
+  // What was generated, for pricing a stream that ended without its completed event.
+  let text = '';
   let streamError: ServiceError | undefined;
   const relay = async (e: RelayedEvent) => {
     if (completed.ttfbMs === null) completed.ttfbMs = Date.now() - scope.startedAt.getTime();
     if (e.usage) usage = e.usage;
     if (e.serviceTier !== undefined) serviceTier = e.serviceTier;
-    relayedBytes += e.data.length;
+    if (e.text) text += e.text;
     await write(frameOf(e));
   };
   try {
@@ -157,8 +158,7 @@ export const serveJsonOperation = async (
     if (res.destroyed) await result.rest!.return?.();
   }
   if (!res.destroyed) res.end();
-  // Without a completed event the relayed volume is all there is to price (ceil(bytes / 4)).
-  price(usage, serviceTier, usage ? '' : ' '.repeat(relayedBytes));
+  price(usage, serviceTier, text);
   const disconnected = abort.signal.aborted || (res.destroyed && !res.writableFinished);
   scope.finish(
     disconnected ? 499 : 200,
