@@ -126,6 +126,31 @@ describe('POST /v1/embeddings', () => {
     expect(envelope.cost_lines.map((l) => [l.meter, l.quantity, l.amount])).toEqual([
       ['input_token', 1000, '0.00002'],
     ]);
+
+    // The ingest role of the same `svc serve` turns it into the analytics row the query API reads.
+    let row: unknown;
+    await eventually(
+      async () => {
+        const r = await fetch(`${gw.serve.httpUrl}/api/requests/${requestId}?org_id=${gw.boot.org_id}`, {
+          headers: { authorization: `Bearer ${gw.admin}` },
+        });
+        if (r.status !== 200) return false;
+        row = await r.json();
+        return true;
+      },
+      15_000,
+      'the analytics row',
+    );
+    expect(row).toMatchObject({
+      route: '/v1/embeddings',
+      model_served: 'text-embedding-3-small',
+      status: 'success',
+      prompt_tokens: 1000,
+      completion_tokens: 0,
+      total_cost_usd: '0.00002',
+      billing_status: 'priced',
+      end_user_id: 'u-1',
+    });
   });
 
   it('token-id input and base64 pass through to the reference provider', async () => {
