@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { CanonicalRequest } from '../../gateway/contract.js';
+import { attemptTarget, azureEndpoint } from '../azure/azure.fixtures.js';
 import type { AttemptFailure } from '../provider.js';
 import {
   embeddingsList,
@@ -6,6 +8,7 @@ import {
   type InvokeOutcome,
   invokeReply,
   isTextEmbeddingModel,
+  runtimeEmbeddings,
   translateEmbeddings,
 } from './embeddings.js';
 
@@ -122,5 +125,61 @@ describe('fanOut', () => {
       return ok(i + 1);
     });
     expect(r.ok && r.results.map((x) => x.tokens)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+});
+
+describe('runtimeEmbeddings', () => {
+  const request = (raw: Record<string, unknown>): CanonicalRequest => ({
+    operation: 'embeddings',
+    route: '/v1/embeddings',
+    model: 'titan',
+    messages: [],
+    stream: false,
+    includeUsage: false,
+    raw,
+  });
+  const target = (id: string) =>
+    attemptTarget(
+      azureEndpoint({ adapter: 'bedrock', lane: 'bedrock', model: 'titan', provider_model_id: id }),
+      {
+        secret: '{}',
+        baseUrl: null,
+        metadata: { region: 'us-east-1' },
+        funding: 'byok',
+        connectionId: null,
+      },
+    );
+  const never = async (): Promise<never> => {
+    throw new Error('no invoke expected');
+  };
+
+  it('a request this candidate cannot take is a 400 naming the param, yet another candidate may serve it', async () => {
+    const out = await runtimeEmbeddings(
+      'bedrock',
+      request({ input: [1, 2] }),
+      target('amazon.titan-embed-text-v2:0'),
+      never,
+    );
+    expect(out).toMatchObject({
+      ok: false,
+      failure: {
+        retryable: false,
+        fallback: true,
+        surface: { status: 400, code: 'invalid_request_error', param: 'input' },
+      },
+    });
+  });
+
+  it('another model family: the structured unsupported error', async () => {
+    const out = await runtimeEmbeddings(
+      'bedrock',
+      request({ input: 'x' }),
+      target('cohere.embed-english-v3'),
+      never,
+    );
+    expect(out).toMatchObject({
+      ok: false,
+      failure: { fallback: true, surface: { status: 400, displayCode: 'unsupported_operation' } },
+    });
   });
 });
