@@ -43,8 +43,12 @@ const ROUTES: Record<JsonOperation, JsonRoute> = {
   responses: { operation: 'responses', capability: ['responses', 'chat'], describe: 'responses' },
 };
 
-const frameOf = (e: RelayedEvent): string =>
-  e.event === undefined ? `data: ${e.data}\n\n` : eventFrame(e.event, e.data);
+/** An upstream event written back as it came (a multi-line payload keeps one data line per line). */
+export const frameOf = (e: RelayedEvent): string =>
+  `${e.event === undefined ? '' : `event: ${e.event}\n`}${e.data
+    .split('\n')
+    .map((line) => `data: ${line}\n`)
+    .join('')}\n`;
 
 /** The Responses stream's own error event, for a stream that failed after it began (SPEC 7.6 rule 1). */
 const errorFrame = (err: ServiceError, requestId: string): string =>
