@@ -301,6 +301,22 @@ describe('POST /v1/responses', () => {
     });
   });
 
+  it('paid hosted tools are refused on a route with a reference-provider candidate; file_search passes', async () => {
+    const r = await post('/responses', {
+      model: 'gpt-4o',
+      input: 'search the web',
+      tools: [{ type: 'web_search_preview' }, { type: 'function', name: 'f', parameters: {} }],
+    });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ code: 'bad_request', param: 'tools' });
+    expect(String(r.json.error.message)).toContain('web_search_preview');
+    expect(fake.requests).toHaveLength(0);
+    const tools = [{ type: 'file_search', vector_store_ids: ['vs_1'] }];
+    const ok = await post('/responses', { model: 'gpt-4o', input: 'find it', tools });
+    expect(ok.status).toBe(200);
+    expect(fake.requests.at(-1)!.body).toMatchObject({ tools });
+  });
+
   it('responses take responses or chat models; others are 400 no_compatible_candidate', async () => {
     const r = await post('/responses', { model: 'text-embedding-3-small', input: 'x' });
     expect(r.status).toBe(400);

@@ -96,6 +96,8 @@ export const parseResponsesBody = (body: unknown): CanonicalRequest => {
     stream: raw.stream === true,
     includeUsage: false,
     ...(typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? { maxTokens: max } : {}),
+    // Read for the route rule on paid hosted tools (SPEC 4.1 rule 8); forwarded as they came.
+    ...(raw.tools !== undefined ? { tools: raw.tools } : {}),
     ...(typeof raw.user === 'string' ? { endUserId: raw.user } : {}),
     raw,
   };

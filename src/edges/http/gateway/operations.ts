@@ -1,10 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Capability } from '../../../commands/registry/events.js';
-import type { CanonicalRequest, Usage } from '../../../gateway/contract.js';
+import type { CanonicalRequest, RouteVerdict, Usage } from '../../../gateway/contract.js';
 import { estimatedUsage } from '../../../gateway/metering.js';
 import type { AttemptCall } from '../../../gateway/pipeline.js';
+import type { RegistryEndpoint } from '../../../gateway/registry/snapshot.js';
 import { ERROR_CATALOGUE, ServiceError } from '../../../lib/errors.js';
 import { eventFrame } from '../../../lib/sse.js';
+import { refuseHostedTools } from '../../../providers/anthropic/route.js';
 import {
   type JsonOperation,
   type JsonReply,
@@ -32,6 +34,8 @@ interface JsonRoute {
   capability: Capability | readonly Capability[];
   /** Named in errors: "no candidate for X supports <describe>". */
   describe: string;
+  /** Decided once for the whole route before escrow and any attempt (SPEC 4.1 rule 8). */
+  rules?: (request: CanonicalRequest, candidates: readonly RegistryEndpoint[]) => ServiceError | null;
 }
 
 const ROUTES: Record<JsonOperation, JsonRoute> = {
@@ -40,7 +44,12 @@ const ROUTES: Record<JsonOperation, JsonRoute> = {
   // chat model may take a responses call, as deployment hosts do although /v1/models reports
   // responses false for them (SPEC 4.7), and a provider that cannot answers with the structured
   // unsupported error, leaving the next candidate free to serve.
-  responses: { operation: 'responses', capability: ['responses', 'chat'], describe: 'responses' },
+  responses: {
+    operation: 'responses',
+    capability: ['responses', 'chat'],
+    describe: 'responses',
+    rules: refuseHostedTools,
+  },
 };
 
 /** An upstream event written back as it came (a multi-line payload keeps one data line per line). */
@@ -83,6 +92,10 @@ export const serveJsonOperation = async (
     model: canonical.model,
     capability: route.capability,
     operation: route.describe,
+    route: (candidates): RouteVerdict => {
+      const refused = route.rules?.(canonical, candidates);
+      return refused ? { ok: false, error: refused } : { ok: true, candidates: [...candidates] };
+    },
   });
   if (!admitted.ok) return admitted.reply;
 
