@@ -47,29 +47,30 @@ export const panelSql = (panel: Panel, q: PanelQuery): { sql: string; params: Re
   const limit = 'LIMIT {max_rows_plus_one:UInt64}';
   switch (panel) {
     case 'cost_detail': {
+      // One scan of each table and one join: the lines are gathered per request (band, amount)
+      // with their sum, joined once to the request rows, and the unitemized gap is appended as one
+      // more band before the bands are unrolled and summed at the grain. (Reading each table twice
+      // and joining twice, as a CTE per step did, cost twice the time on 1M rows: bench/query.)
       const req = requestCte(q, ', total_cost_usd');
       const sql = `
-        WITH req AS (${req.sql}),
-        lines AS (
+        WITH lines AS (
           SELECT request_id,
-            concat(meter, if(modality IN ('', 'text'), '', concat('.', modality))) AS cost_band,
-            sum(amount) AS amount
+            groupArray((concat(meter, if(modality IN ('', 'text'), '', concat('.', modality))), amount)) AS bands,
+            sum(amount) AS itemized
           FROM request_cost_lines FINAL ${req.where.sql}
-          GROUP BY request_id, cost_band
-        ),
-        itemized AS (SELECT request_id, sum(amount) AS amount FROM lines GROUP BY request_id),
-        banded AS (
-          SELECT ${GRAIN}${dims}, l.cost_band AS cost_band, l.amount AS amount
-          FROM req INNER JOIN lines AS l ON l.request_id = req.request_id
-          UNION ALL
-          SELECT ${GRAIN}${dims}, '${UNITEMIZED_BAND}' AS cost_band, req.total_cost_usd - ifNull(i.amount, toDecimal128(0, 18)) AS amount
-          FROM req LEFT JOIN itemized AS i ON i.request_id = req.request_id
-          WHERE req.total_cost_usd != ifNull(i.amount, toDecimal128(0, 18))
+          GROUP BY request_id
         )
-        SELECT ${GRAIN}, cost_band${dims}, toString(sum(amount)) AS cost_usd
-        FROM banded GROUP BY ${GRAIN}, cost_band${dims}
+        SELECT ${GRAIN}, band.1 AS cost_band${dims}, toString(sum(band.2)) AS cost_usd
+        FROM (
+          SELECT ${GRAIN}${dims},
+            arrayConcat(l.bands, if(req.total_cost_usd != l.itemized,
+              [('${UNITEMIZED_BAND}', req.total_cost_usd - l.itemized)], [])) AS bands
+          FROM (${req.sql}) AS req LEFT JOIN lines AS l ON l.request_id = req.request_id
+        )
+        ARRAY JOIN bands AS band
+        GROUP BY ${GRAIN}, cost_band${dims}
         ORDER BY ${GRAIN}, cost_band${dims} ${limit}
-        SETTINGS join_use_nulls = 1`;
+        SETTINGS join_use_nulls = 0`;
       return {
         sql,
         params: { ...req.where.params, ...q.dimensions.params, max_rows_plus_one: q.maxRows + 1 },

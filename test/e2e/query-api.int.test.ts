@@ -367,6 +367,73 @@ describe('requests, sessions, usage', () => {
     expect((await get(`/api/metrics/overview?org_id=${org}`)).statusCode).toBe(200);
   });
 
+  it('pages through every request of the org once, newest first, redelivered copies included once', async () => {
+    const org = t.a1!.org_id;
+    const expected = month
+      .filter((g) => g.request.org_id === org)
+      .map((g) => ({ id: String(g.request.request_id), at: String(g.request.started_at) }))
+      .sort((x, y) => (x.at === y.at ? (x.id < y.id ? 1 : -1) : x.at < y.at ? 1 : -1))
+      .map((x) => x.id);
+    const seen: string[] = [];
+    for (let offset = 0; ; offset += 97) {
+      const page = json(
+        await get(`/api/requests?org_id=${org}&from=2025-03-01&to=2025-04-01&limit=97&offset=${offset}`),
+      ) as { data: { request_id: string }[]; has_more: boolean };
+      seen.push(...page.data.map((r) => r.request_id));
+      if (!page.has_more) break;
+    }
+    expect(seen).toEqual(expected);
+    // A session's timeline runs oldest first, through the same paging.
+    const session = month.find((g) => g.request.org_id === org && g.request.session_id)!.request.session_id;
+    const inSession = month
+      .filter((g) => g.request.org_id === org && g.request.session_id === session)
+      .map((g) => ({ id: String(g.request.request_id), at: String(g.request.started_at) }))
+      .sort((x, y) => (x.at === y.at ? (x.id < y.id ? -1 : 1) : x.at < y.at ? -1 : 1))
+      .map((x) => x.id);
+    const timeline = json(await get(`/api/sessions/${session}/timeline?org_id=${org}&limit=500`)) as {
+      data: { request_id: string }[];
+    };
+    expect(timeline.data.map((r) => r.request_id)).toEqual(inSession);
+  });
+
+  it('usage answers the series, the split by provider and model, and the totals from one window', async () => {
+    const org = t.a1!.org_id;
+    const mine = month.filter((g) => g.request.org_id === org);
+    const body = json(await get(`/api/usage?org_id=${org}&from=2025-03-01&to=2025-04-01`)) as {
+      totals: { requests: number; cost_usd: string; total_tokens: number };
+      series: { bucket: string; requests: number; cost_usd: string }[];
+      by_model: { provider: string; model: string; requests: number; cost_usd: string; errors: number }[];
+    };
+    expect(body.totals.requests).toBe(mine.length);
+    expect(body.totals.total_tokens).toBe(mine.reduce((s, g) => s + Number(g.request.total_tokens), 0));
+    const days = [...new Set(mine.map((g) => String(g.request.started_at).slice(0, 10)))].sort();
+    expect(body.series.map((b) => b.bucket)).toEqual(days);
+    expect(sumColumn(body.series)).toBe(body.totals.cost_usd);
+    for (const b of body.series)
+      expect(b.requests).toBe(mine.filter((g) => String(g.request.started_at).startsWith(b.bucket)).length);
+    const models = new Map<string, GeneratedRequest[]>();
+    for (const g of mine) {
+      const k = `${g.request.provider}/${g.request.model_served}`;
+      models.set(k, [...(models.get(k) ?? []), g]);
+    }
+    expect(body.by_model).toHaveLength(models.size);
+    for (const m of body.by_model) {
+      const rows = models.get(`${m.provider}/${m.model}`)!;
+      expect(m.requests).toBe(rows.length);
+      expect(m.cost_usd).toBe(spendOf(rows, () => true));
+      expect(m.errors).toBe(rows.filter((g) => Number(g.request.http_status) >= 400).length);
+      expect(Object.keys(m)).not.toContain('bucket');
+    }
+    const costs = body.by_model.map((m) => parseUsd(m.cost_usd));
+    expect(costs).toEqual([...costs].sort((x, y) => (x === y ? 0 : x > y ? -1 : 1)));
+    const empty = json(await get(`/api/usage?org_id=${org}&from=2020-01-01&to=2020-02-01`)) as {
+      totals: { requests: number; cost_usd: string };
+      series: unknown[];
+      by_model: unknown[];
+    };
+    expect(empty).toMatchObject({ totals: { requests: 0, cost_usd: '0' }, series: [], by_model: [] });
+  });
+
   it('records feedback on a row of the org', async () => {
     const res = await app.inject({
       method: 'POST',
