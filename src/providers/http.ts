@@ -23,7 +23,8 @@ export const readCapped = async (body: AsyncIterable<Uint8Array> & { destroy?: (
   const parts: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
-    const buf = Buffer.from(chunk);
+    // undici hands out Buffers already: no copy per chunk, and none at the end for a one-chunk body.
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
     if (size + buf.length > max) {
       parts.push(buf.subarray(0, max - size));
       size = max;
@@ -33,7 +34,7 @@ export const readCapped = async (body: AsyncIterable<Uint8Array> & { destroy?: (
     parts.push(buf);
     size += buf.length;
   }
-  return { bytes: Buffer.concat(parts, size), over: false };
+  return { bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts, size), over: false };
 };
 
 /** SPEC 7.3: verbatim up to the cap, then cut on a character boundary and marked. */

@@ -12,6 +12,7 @@ import { SnapshotCache } from '../gateway/snapshot-cache.js';
 import { type MonthlySpend, SpendCapCache } from '../gateway/spend-caps.js';
 import { tenancySource } from '../gateway/tenancy.js';
 import { describeError } from '../lib/errors.js';
+import { labelled } from '../lib/metrics.js';
 import { anthropicAdapter } from '../providers/anthropic/adapter.js';
 import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
 import { bedrockAdapter, bedrockGovAdapter } from '../providers/bedrock/adapter.js';
@@ -80,6 +81,9 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [ctx.metrics],
   });
+  const attemptsBy = new Map<string, ReturnType<typeof attempts.labels>>();
+  const durationBy = new Map<string, ReturnType<typeof duration.labels>>();
+  const ttfbBy = new Map<string, ReturnType<typeof ttfb.labels>>();
   const c = ctx.config;
   const spend = spendSource(ctx);
   // A refresh runs every few seconds: a lasting failure is logged when it starts, not every time.
@@ -119,7 +123,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       maxErrorMessageBytes: Math.min(SPEC_MESSAGE_CAP, c.SVC_GATEWAY_MAX_RESPONSE_BYTES ?? SPEC_MESSAGE_CAP),
     },
     rateLimiter: new RateLimiter(c.SVC_GATEWAY_RATE_LIMIT_RPM),
-    onAttempt: (provider, outcome) => attempts.inc({ provider, outcome }),
+    onAttempt: (provider, outcome) => labelled(attemptsBy, attempts, provider, outcome).inc(),
     onCompleted: (completed) => {
       try {
         const { draft, bodies } = envelopeOf(completed);
@@ -129,8 +133,8 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       }
     },
     observe: (route, status, stream, seconds, ttfbSeconds) => {
-      duration.observe({ route, status: String(status), stream: String(stream) }, seconds);
-      if (ttfbSeconds !== null) ttfb.observe({ route, stream: String(stream) }, ttfbSeconds);
+      labelled(durationBy, duration, route, String(status), String(stream)).observe(seconds);
+      if (ttfbSeconds !== null) labelled(ttfbBy, ttfb, route, String(stream)).observe(ttfbSeconds);
     },
     bodyLimit: c.SVC_GATEWAY_MAX_REQUEST_BYTES,
     // One round trip per hold; never below zero under concurrency (issue 10).

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { Histogram, type Registry } from 'prom-client';
 import { renderApiError, ServiceError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { labelled } from '../../lib/metrics.js';
 import type { HealthRegistry } from '../../roles/health.js';
 import type { Role } from '../../roles/role.js';
 
@@ -39,15 +40,15 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     registers: [options.metrics],
   });
   // Callback-style hooks: an async hook costs every request a promise and a microtask turn.
+  const durationBy = new Map<string, ReturnType<typeof duration.labels>>();
   app.addHook('onResponse', (request, reply, done) => {
-    duration.observe(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
-        status: String(reply.statusCode),
-      },
-      reply.elapsedTime / 1_000,
-    );
+    labelled(
+      durationBy,
+      duration,
+      request.method,
+      request.routeOptions.url ?? 'unmatched',
+      String(reply.statusCode),
+    ).observe(reply.elapsedTime / 1_000);
     done();
   });
 
