@@ -70,7 +70,10 @@ export const startMock = async (cleanup: Cleanup, inline: boolean): Promise<Mock
 };
 
 /** The ceiling row: a bare fastify + undici pass-through to the mock, in its own process. */
-export const startBareProxy = async (cleanup: Cleanup, mockOrigin: string): Promise<string> => {
+export const startBareProxy = async (
+  cleanup: Cleanup,
+  mockOrigin: string,
+): Promise<{ origin: string; pid: number }> => {
   const child = fork(fileURLToPath(new URL('./bare-proxy.ts', import.meta.url)), [], {
     execArgv: ['--import', 'tsx'],
     env: { ...process.env, BENCH_PROXY_UPSTREAM: mockOrigin },
@@ -80,8 +83,8 @@ export const startBareProxy = async (cleanup: Cleanup, mockOrigin: string): Prom
     if (child.connected) child.disconnect();
     await exitOf(child, 3_000);
   });
-  return new Promise<string>((resolve, reject) => {
-    child.once('message', (m: { origin: string }) => resolve(m.origin));
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { origin: string }) => resolve({ origin: m.origin, pid: child.pid! }));
     child.once('exit', (code) => reject(new Error(`bare proxy exited with ${code} before it listened`)));
   });
 };

@@ -56,7 +56,7 @@ const chatBody = (model: string, mode: Mode): string =>
     ...(mode === 'streamed' ? { stream: true, stream_options: { include_usage: true } } : {}),
   });
 
-/** `cpu`: seconds of gateway CPU during the measured run (NaN for direct runs). */
+/** `cpu`: seconds of CPU the proxy or gateway used during the measured run (NaN for direct runs). */
 type Measured = LoadResult & { cpu: number; wallSeconds: number };
 
 interface Run {
@@ -114,8 +114,8 @@ console.log(
 try {
   const mock = await startMock(cleanup, process.env.BENCH_GATEWAY_MOCK === 'inline');
   console.log(`mock upstream on ${mock.origin} (${mock.where})`);
-  const proxyOrigin = await startBareProxy(cleanup, mock.origin);
-  console.log(`bare fastify + undici proxy on ${proxyOrigin}`);
+  const { origin: proxyOrigin, pid: proxyPid } = await startBareProxy(cleanup, mock.origin);
+  console.log(`bare fastify + undici proxy on ${proxyOrigin} (pid ${proxyPid}, through tsx)`);
   if (PROFILE_DIR) await mkdir(resolve(PROFILE_DIR), { recursive: true });
   const gw = await startGateway(cleanup, mock.origin, {
     nodeArgs: PROFILE_DIR
@@ -165,7 +165,7 @@ try {
         mode,
         connections,
         direct: await measure(direct, null),
-        proxy: await measure(proxy, null),
+        proxy: await measure(proxy, proxyPid),
         gateway: await measure(gateway, gw.pid),
       };
       runs.push(run);
@@ -179,6 +179,9 @@ try {
   }
   const loadAfter = loadavg()[0]!;
   const memory = await rssMb(gw.pid);
+  // V8 collects old garbage once the process idles: what is left after that is what the gateway holds.
+  await new Promise((r) => setTimeout(r, 10_000));
+  const rested = await rssMb(gw.pid);
   const after = await gatewayMetrics(gw.httpUrl);
 
   printGrid(
@@ -198,6 +201,7 @@ try {
       'gw-direct p50 ms',
       'gw-proxy p50 ms',
       'gw CPU %',
+      'proxy CPU us/req',
       'gw CPU us/req',
       'gw non-2xx',
     ],
@@ -216,6 +220,7 @@ try {
       ms(r.gateway.p50Ms - r.direct.p50Ms),
       ms(r.gateway.p50Ms - r.proxy.p50Ms),
       ((100 * r.gateway.cpu) / r.gateway.wallSeconds).toFixed(0),
+      ((1e6 * r.proxy.cpu) / r.proxy.ok).toFixed(0),
       ((1e6 * r.gateway.cpu) / r.gateway.ok).toFixed(0),
       String(r.gateway.failed),
     ]),
@@ -257,6 +262,10 @@ try {
       measured: `${memory.rss.toFixed(1)} MB (peak ${memory.peak.toFixed(1)} MB)`,
       target: '< 150 MB',
       met: memory.rss < 150,
+    },
+    {
+      metric: 'gateway RSS 10 s after the load',
+      measured: `${rested.rss.toFixed(1)} MB (start-up ${idle.rss.toFixed(1)} MB)`,
     },
     {
       metric: '  of which V8 heap used / heap total / external',
