@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type RequestCompleted,
@@ -5,6 +6,7 @@ import {
 } from '../../src/events/envelopes/request-completed.js';
 import { PostgresEventStore } from '../../src/events/postgres/event-store.js';
 import { addUsd, formatUsd, mulUsd, parseUsd, subUsd, ZERO_USD } from '../../src/lib/money.js';
+import { PostgresEscrow } from '../../src/wallet/escrow.js';
 import { replayLedger } from '../../src/wallet/replay.js';
 import { createSettlement } from '../../src/wallet/settlement.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
@@ -227,6 +229,136 @@ describe('escrow on the request path', () => {
     const replay = await replayLedger(gw.db.pool, gw.boot.workspace_id);
     expect(replay.balance_usd).toBe(expected);
     expect(replay.differences).toEqual([]);
+  });
+});
+
+describe('a chunked body (no content-length) holds for the bytes received', () => {
+  // SPEC 8 escrow hold: the prompt estimate is the body actually received, not a header that a
+  // chunked request does not send; embeddings estimate from the input itself.
+  const EMBEDDINGS_PRICE = '0.0001';
+  const OUTPUT_PART = mulUsd(parseUsd(OUTPUT_PRICE), MAX_TOKENS);
+  let key: string;
+  let workspaceId: string;
+
+  const chunked = (path: string, body: string) =>
+    new Promise<{ status: number; body: { error?: { type: string; code: string } } }>((resolve, reject) => {
+      const req = httpRequest(
+        `${gw.serve.httpUrl}${path}`,
+        {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            'transfer-encoding': 'chunked',
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            text += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        },
+      );
+      req.on('error', reject);
+      const half = Math.floor(body.length / 2);
+      req.write(body.slice(0, half));
+      req.end(body.slice(half));
+    });
+  const platformCalls = () => fake.requests.filter((r) => r.apiKey === 'sk-platform-key').length;
+  const chunkedWallet = async () =>
+    (
+      await fetch(`${gw.serve.httpUrl}/api/workspaces/${workspaceId}/wallet`, {
+        headers: { authorization: `Bearer ${gw.admin}` },
+      })
+    ).json() as Promise<{ available_usd: string }>;
+
+  beforeAll(async () => {
+    await gw.svc([
+      'registry',
+      'upsert',
+      '--lane',
+      'openai',
+      '--adapter',
+      'openai',
+      '--model',
+      'text-embedding-3-small',
+      '--provider-model-id',
+      'text-embedding-3-small',
+      '--base-url',
+      fake.url,
+      '--capabilities',
+      'embeddings',
+      '--input-price-per-token',
+      EMBEDDINGS_PRICE,
+      '--output-price-per-token',
+      EMBEDDINGS_PRICE,
+    ]);
+    const boot = await gw.svc([
+      'bootstrap',
+      '--workspace',
+      'Chunked',
+      '--org',
+      'Chunked Org',
+      '--project',
+      'Chunked',
+    ]);
+    key = boot.api_key as string;
+    workspaceId = boot.workspace_id as string;
+    // Exactly the output part of a chat hold: enough only for an estimate that ignores the prompt.
+    await gw.svc([
+      'wallet',
+      'grant',
+      '--workspace',
+      workspaceId,
+      '--amount',
+      formatUsd(OUTPUT_PART),
+      '--reason',
+      'chunked test',
+      '--idempotency-key',
+      'chunked-1',
+    ]);
+    await eventually(
+      async () => (await chunkedWallet()).available_usd === formatUsd(OUTPUT_PART),
+      10_000,
+      'the chunked workspace wallet',
+    );
+    await eventually(
+      async () =>
+        (await chat(key)).status === 402 && (await chat(key)).body.error?.code === 'insufficient_funds',
+      10_000,
+      'the chunked project and the embeddings model in the gateway',
+    );
+  });
+
+  it('chat: the prompt bytes of a chunked body are held, so output-only funds are refused with 402', async () => {
+    const before = platformCalls();
+    const r = await chunked('/v1/chat/completions', BODY);
+    expect(r).toMatchObject({
+      status: 402,
+      body: { error: { type: 'insufficient_quota', code: 'insufficient_funds' } },
+    });
+    expect(platformCalls()).toBe(before);
+  });
+
+  it('embeddings on a wallet with 0 available: 402 for string and token-id input, no upstream call', async () => {
+    // Every remaining cent held elsewhere: nothing is available.
+    const escrow = new PostgresEscrow(gw.db.pool);
+    const { available_usd } = await chunkedWallet();
+    expect(await escrow.place(`chunked-all:${workspaceId}`, workspaceId, available_usd)).toEqual({
+      ok: true,
+    });
+    expect((await chunkedWallet()).available_usd).toBe('0');
+    const before = platformCalls();
+    for (const input of ['hello chunked embeddings', [1, 2, 3]]) {
+      const r = await chunked('/v1/embeddings', JSON.stringify({ model: 'text-embedding-3-small', input }));
+      expect(r).toMatchObject({
+        status: 402,
+        body: { error: { type: 'insufficient_quota', code: 'insufficient_funds' } },
+      });
+    }
+    expect(platformCalls()).toBe(before);
   });
 });
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Route } from '../../../gateway/contract.js';
 import { routeRules } from '../../../providers/anthropic/route.js';
+import { receivedBytes } from '../gateway/received-bytes.js';
 import { type GatewayDeps, serveCompletion } from '../gateway/serve.js';
 import { serveCountTokens } from './count-tokens.js';
 import { altDialect } from './dialect.js';
@@ -16,8 +17,6 @@ const betaOf = (request: FastifyRequest): string | null => {
 const parse = (request: FastifyRequest, route: Route) =>
   parseAltBody(request.body, { route, beta: betaOf(request) });
 
-const bytesOf = (request: FastifyRequest) => Number(request.headers['content-length'] ?? 0);
-
 /** POST /alt/v1/messages and /alt/v1/messages/count_tokens (SPEC 4.2; issue 7). */
 export const registerAltRoutes = (alt: FastifyInstance, deps: GatewayDeps): void => {
   alt.post('/v1/messages', { bodyLimit: deps.bodyLimit }, async (request, reply) => {
@@ -27,11 +26,17 @@ export const registerAltRoutes = (alt: FastifyInstance, deps: GatewayDeps): void
       dialect: altDialect,
       capability: 'chat',
       operation: 'messages',
-      requestBytes: bytesOf(request),
+      requestBytes: receivedBytes(request),
       route: (candidates) => routeRules(canonical, candidates),
     });
   });
   alt.post('/v1/messages/count_tokens', { bodyLimit: deps.bodyLimit }, async (request, reply) =>
-    serveCountTokens(request, reply, deps, parse(request, '/alt/v1/messages/count_tokens'), bytesOf(request)),
+    serveCountTokens(
+      request,
+      reply,
+      deps,
+      parse(request, '/alt/v1/messages/count_tokens'),
+      receivedBytes(request),
+    ),
   );
 };

@@ -3,6 +3,7 @@ import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../../gateway
 import { ServiceError } from '../../../lib/errors.js';
 import { routeRules } from '../../../providers/anthropic/route.js';
 import { primaryDialect } from './dialect.js';
+import { receivedBytes } from './received-bytes.js';
 import { type GatewayDeps, serveCompletion } from './serve.js';
 
 /** Reads the fields the gateway acts on; everything else passes through (STYLE.md rule 3). */
@@ -78,7 +79,7 @@ export const registerChatRoute = (v1: FastifyInstance, deps: GatewayDeps): void 
         dialect: primaryDialect,
         capability: 'chat',
         operation: 'chat completions',
-        requestBytes: Number(request.headers['content-length'] ?? 0),
+        requestBytes: receivedBytes(request),
         route: (candidates) => routeRules(canonical, candidates),
       });
     },

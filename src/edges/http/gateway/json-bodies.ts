@@ -54,6 +54,31 @@ export const embeddingsInputForm = (input: unknown): EmbeddingsInputForm => {
   );
 };
 
+const textTokens = (text: string): number => Math.ceil(Buffer.byteLength(text) / 4);
+
+/**
+ * The prompt size an embeddings input will be billed for, estimated before dispatch for the escrow
+ * hold (SPEC 8): token ids are counted exactly, text at ~4 bytes a token, never less than one token.
+ */
+export const embeddingsPromptTokens = (input: unknown): number => {
+  let tokens: number;
+  switch (embeddingsInputForm(input)) {
+    case 'string':
+      tokens = textTokens(input as string);
+      break;
+    case 'strings':
+      tokens = (input as string[]).reduce((sum, s) => sum + textTokens(s), 0);
+      break;
+    case 'tokens':
+      tokens = (input as number[]).length;
+      break;
+    case 'token_arrays':
+      tokens = (input as number[][]).reduce((sum, ids) => sum + ids.length, 0);
+      break;
+  }
+  return Math.max(1, tokens);
+};
+
 export const parseEmbeddingsBody = (body: unknown): CanonicalRequest => {
   const raw = objectBody(body);
   const model = modelOf(raw);

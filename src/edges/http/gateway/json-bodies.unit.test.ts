@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../lib/errors.js';
-import { embeddingsInputForm, parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
+import {
+  embeddingsInputForm,
+  embeddingsPromptTokens,
+  parseEmbeddingsBody,
+  parseResponsesBody,
+} from './json-bodies.js';
 
 // SPEC 4.1 rule 4: request-global malformed embeddings input is refused before dispatch.
 
@@ -37,6 +42,16 @@ describe('embeddings input forms', () => {
       undefined,
     ])
       expect(refusal(() => embeddingsInputForm(input)).param).toBe('input');
+  });
+});
+
+describe('embeddingsPromptTokens (the escrow estimate, SPEC 8)', () => {
+  it('counts token ids exactly and text at ~4 bytes a token, never 0', () => {
+    expect(embeddingsPromptTokens([5, 6, 7])).toBe(3);
+    expect(embeddingsPromptTokens([[1, 2], [3]])).toBe(3);
+    expect(embeddingsPromptTokens('abcdefghi')).toBe(3);
+    expect(embeddingsPromptTokens(['abcde', 'f'])).toBe(3);
+    expect(embeddingsPromptTokens('a')).toBe(1);
   });
 });
 

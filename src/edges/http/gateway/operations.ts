@@ -15,7 +15,8 @@ import {
   unsupportedOperation,
 } from '../../../providers/provider.js';
 import { primaryDialect } from './dialect.js';
-import { parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
+import { embeddingsPromptTokens, parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
+import { receivedBytes } from './received-bytes.js';
 import {
   admit,
   dispatch,
@@ -85,7 +86,7 @@ export const serveJsonOperation = async (
   canonical: CanonicalRequest,
   route: JsonRoute,
 ): Promise<FastifyReply> => {
-  const requestBytes = Number(request.headers['content-length'] ?? 0);
+  const requestBytes = receivedBytes(request);
   const scope = openRequest(request, reply, deps, { canonical, dialect: primaryDialect, requestBytes });
   const { completed, requestId } = scope;
   const admitted = admit(scope, reply, deps, {
@@ -99,12 +100,17 @@ export const serveJsonOperation = async (
   });
   if (!admitted.ok) return admitted.reply;
 
-  const refused = await holdEscrow(scope, deps, admitted.candidates, (e) => ({
-    operation: route.operation,
-    prompt_tokens: Math.ceil(requestBytes / 4),
-    max_output_tokens:
-      route.operation === 'embeddings' ? 0 : (canonical.maxTokens ?? e.max_output_tokens ?? 4_096),
-  }));
+  // Embeddings produce no output tokens, so their hold is the input alone, estimated from the input.
+  const embeddingsPrompt = route.operation === 'embeddings' ? embeddingsPromptTokens(canonical.raw.input) : 0;
+  const refused = await holdEscrow(scope, deps, admitted.candidates, (e) =>
+    route.operation === 'embeddings'
+      ? { operation: 'embeddings', prompt_tokens: embeddingsPrompt, max_output_tokens: 0 }
+      : {
+          operation: route.operation,
+          prompt_tokens: Math.max(1, Math.ceil(requestBytes / 4)),
+          max_output_tokens: canonical.maxTokens ?? e.max_output_tokens ?? 4_096,
+        },
+  );
   if (refused) return refused.refused;
 
   const call: AttemptCall<JsonReply, RelayedEvent> = (adapter, target) => {

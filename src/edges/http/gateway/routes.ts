@@ -7,6 +7,7 @@ import { authenticateApiKey } from './auth.js';
 import { registerChatRoute } from './chat.js';
 import { registerModelRoutes } from './models.js';
 import { registerJsonOperationRoutes } from './operations.js';
+import { countReceivedBytes } from './received-bytes.js';
 import type { GatewayDeps } from './serve.js';
 
 declare module 'fastify' {
@@ -85,6 +86,7 @@ export const registerGatewayRoutes = async (
         if (request.is404) return;
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: false });
       });
+      v1.addHook('preParsing', countReceivedBytes);
       registerChatRoute(v1, chat);
       registerJsonOperationRoutes(v1, chat);
       registerModelRoutes(v1, chat);
@@ -132,6 +134,7 @@ export const registerGatewayRoutes = async (
         if (request.is404) return;
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: true });
       });
+      alt.addHook('preParsing', countReceivedBytes);
       registerAltRoutes(alt, chat);
     },
     { prefix: '/alt' },
