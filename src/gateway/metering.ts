@@ -47,8 +47,8 @@ export const pricingUsageOf = (
   return {
     operation,
     tier,
-    prompt_tokens: usage.prompt_tokens ?? 0,
-    completion_tokens: usage.completion_tokens ?? 0,
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
     cache_read_tokens: prompt?.cached_tokens ?? 0,
     ...cacheWrites(usage),
     reasoning_tokens: completion?.reasoning_tokens,

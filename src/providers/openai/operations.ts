@@ -30,23 +30,22 @@ export const embeddingsUsage = (u: unknown): Usage | null => {
 
 /**
  * Responses usage in the chat usage shape: input and output tokens, cached input, and the reasoning
- * share of the output (attribution only, SPEC 4.1 rule 9).
+ * share of the output (attribution only, SPEC 4.1 rule 9). Fields are renamed, values passed as sent,
+ * like chat's usage: the pricing engine judges them (SPEC 4.1 rule 10), so a null or unreadable
+ * counter fails billing rather than being priced as 0.
  */
 export const responsesUsage = (u: unknown): Usage | null => {
   if (!isRecord(u)) return null;
-  const input = count(u.input_tokens);
-  const output = count(u.output_tokens);
-  const inputDetails = isRecord(u.input_tokens_details) ? u.input_tokens_details : {};
-  const outputDetails = isRecord(u.output_tokens_details) ? u.output_tokens_details : {};
+  const { input_tokens_details: inputDetails, output_tokens_details: outputDetails } = u;
   return {
-    prompt_tokens: input,
-    completion_tokens: output,
-    total_tokens: count(u.total_tokens) || input + output,
-    ...(typeof inputDetails.cached_tokens === 'number'
-      ? { prompt_tokens_details: { cached_tokens: inputDetails.cached_tokens } }
+    prompt_tokens: u.input_tokens as number,
+    completion_tokens: u.output_tokens as number,
+    total_tokens: u.total_tokens as number,
+    ...(isRecord(inputDetails)
+      ? { prompt_tokens_details: inputDetails as NonNullable<Usage['prompt_tokens_details']> }
       : {}),
-    ...(outputDetails.reasoning_tokens !== undefined
-      ? { completion_tokens_details: { reasoning_tokens: outputDetails.reasoning_tokens as number } }
+    ...(isRecord(outputDetails)
+      ? { completion_tokens_details: outputDetails as NonNullable<Usage['completion_tokens_details']> }
       : {}),
   };
 };

@@ -1,4 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { parseResponsesBody } from '../../edges/http/gateway/json-bodies.js';
+import { pricingUsageOf } from '../../gateway/metering.js';
+import { priceUsage } from '../../gateway/pricing/index.js';
+import { TEXT_CARD } from '../../gateway/pricing/pricing.fixtures.js';
 import { embeddingsReply, embeddingsUsage, responsesReply, responsesUsage } from './operations.js';
 
 describe('usage of the JSON operations', () => {
@@ -39,5 +43,36 @@ describe('usage of the JSON operations', () => {
     expect(embeddingsReply('text-embedding-3-small')(list).body.model).toBe('text-embedding-3-small');
     const response = { object: 'response', model: 'gpt-4o-2024', service_tier: 'default', usage: null };
     expect(responsesReply(response)).toEqual({ body: response, usage: null, serviceTier: 'default' });
+  });
+});
+
+describe('responses usage reaches pricing raw (SPEC 4.1 rule 10: judged there, never a silent 0)', () => {
+  const request = parseResponsesBody({ model: 'gpt-4o', input: 'x' });
+  const priced = (usage: Record<string, unknown>) =>
+    priceUsage(TEXT_CARD, pricingUsageOf('responses', responsesUsage(usage)!, request, undefined));
+
+  it.each([
+    ['null', null],
+    ['a digit string', '100'],
+    ['a fraction', 2.5],
+  ])('input_tokens %s fails billing instead of pricing the input at 0', (_name, input) => {
+    expect(priced({ input_tokens: input, output_tokens: 30, total_tokens: 130 })).toMatchObject({
+      billing_status: 'failed',
+      billing_reason: 'invalid_usage',
+    });
+  });
+
+  it('fields are renamed, values kept as sent', () => {
+    expect(
+      responsesUsage({
+        input_tokens: null,
+        output_tokens: '3',
+        output_tokens_details: { reasoning_tokens: '1' },
+      }),
+    ).toMatchObject({
+      prompt_tokens: null,
+      completion_tokens: '3',
+      completion_tokens_details: { reasoning_tokens: '1' },
+    });
   });
 });
