@@ -100,6 +100,8 @@ export interface RelayedEvent {
   serviceTier?: unknown;
   /** Generated text the event carries, to estimate usage when a stream ends without its report. */
   text?: string;
+  /** Set on a terminal event that reports the upstream's own failure (relayed, then recorded as one). */
+  failure?: string;
 }
 
 export type JsonOutcome = Outcome<JsonReply, RelayedEvent>;

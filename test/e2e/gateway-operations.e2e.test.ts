@@ -1,6 +1,14 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { cutStream, type FakeOpenAI, reply, startFakeOpenAI, status } from '../fakes/openai-upstream.js';
+import {
+  cutStream,
+  type FakeOpenAI,
+  onPath,
+  rawBody,
+  reply,
+  startFakeOpenAI,
+  status,
+} from '../fakes/openai-upstream.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { completedEnvelope } from '../helpers/request-envelopes.js';
 
@@ -275,7 +283,11 @@ describe('POST /v1/responses', () => {
       body,
     });
     expect(res.status).toBe(200);
-    const events = (await res.text())
+    const raw = await res.text();
+    // SPEC 7.6 rule 1: the terminal error event, then data: [DONE], then nothing.
+    expect(raw.endsWith('\n\ndata: [DONE]\n\n')).toBe(true);
+    const events = raw
+      .slice(0, -'data: [DONE]\n\n'.length)
       .trim()
       .split('\n\n')
       .map((frame) => {
@@ -298,6 +310,46 @@ describe('POST /v1/responses', () => {
         prompt_tokens: Math.ceil(Buffer.byteLength(body) / 4),
         completion_tokens: Math.ceil(Buffer.byteLength(relayed) / 4),
       },
+    });
+  });
+
+  it('a stream ending in response.failed is relayed as sent and recorded as a failed stream', async () => {
+    const frames = [
+      { type: 'response.created', response: { id: 'resp_f', status: 'in_progress' } },
+      { type: 'response.output_text.delta', delta: 'par' },
+      {
+        type: 'response.failed',
+        response: {
+          id: 'resp_f',
+          status: 'failed',
+          error: { code: 'server_error', message: 'the model failed mid-answer' },
+          usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
+        },
+      },
+    ];
+    fake.enqueue(
+      onPath(
+        '/v1/responses',
+        rawBody(
+          200,
+          frames.map((f) => `event: ${f.type}\ndata: ${JSON.stringify(f)}\n\n`).join(''),
+          'text/event-stream',
+        ),
+      ),
+    );
+    const res = await fetch(`${gw.serve.httpUrl}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.boot.api_key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o', input: 'x', stream: true }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('event: response.failed\n');
+    const envelope = await envelopeOf(res.headers.get('x-svc-request-id')!);
+    expect(envelope).toMatchObject({
+      route: '/v1/responses',
+      status: 'error',
+      error: { code: 'upstream_stream_error' },
+      usage: { prompt_tokens: 5, completion_tokens: 1 },
     });
   });
 

@@ -132,9 +132,16 @@ export async function* responsesEvents(
     if (type !== undefined && TERMINAL.has(type) && isRecord(json) && isRecord(json.response)) {
       ended = true;
       const usage = responsesUsage(json.response.usage);
+      const error = isRecord(json.response.error) ? json.response.error : {};
       return {
         ...e,
         ...(usage ? { usage } : {}),
+        ...(type === 'response.failed'
+          ? {
+              failure:
+                typeof error.message === 'string' ? error.message : 'upstream reported the response failed',
+            }
+          : {}),
         ...(json.response.service_tier !== undefined ? { serviceTier: json.response.service_tier } : {}),
       };
     }

@@ -15,6 +15,7 @@ import {
   unsupportedOperation,
 } from '../../../providers/provider.js';
 import { primaryDialect } from './dialect.js';
+import { waitForDrain } from './drain.js';
 import { embeddingsPromptTokens, parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
 import { receivedBytes } from './received-bytes.js';
 import {
@@ -73,6 +74,9 @@ const errorFrame = (err: ServiceError, requestId: string): string =>
       request_id: requestId,
     }),
   );
+
+/** Ends a failed stream after its error event (SPEC 4.1 rule 5, 7.6 rule 1), as chat's does. */
+const DONE_FRAME = 'data: [DONE]\n\n';
 
 /**
  * One JSON operation on the one request path: open, admit (rate limit, selection with capability
@@ -147,8 +151,7 @@ export const serveJsonOperation = async (
   const traced: string[] = [];
   const write = async (frame: string) => {
     if (completed.tracing.full) traced.push(frame);
-    if (!res.write(frame))
-      await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+    if (!res.write(frame)) await waitForDrain(res);
   };
   let usage: Usage | null = null;
   let serviceTier: unknown;
@@ -160,6 +163,8 @@ export const serveJsonOperation = async (
     if (e.usage) usage = e.usage;
     if (e.serviceTier !== undefined) serviceTier = e.serviceTier;
     if (e.text) text += e.text;
+    // The upstream's own terminal failure reaches the client as sent; the request is a failed stream.
+    if (e.failure) streamError = new ServiceError('upstream_stream_error', e.failure);
     await write(frameOf(e));
   };
   try {
@@ -174,7 +179,10 @@ export const serveJsonOperation = async (
     if (!abort.signal.aborted) {
       const message = err instanceof StreamFailure ? err.message : 'upstream stream failed';
       streamError = new ServiceError('upstream_stream_error', message);
-      if (!res.destroyed) await write(errorFrame(streamError, requestId));
+      if (!res.destroyed) {
+        await write(errorFrame(streamError, requestId));
+        await write(DONE_FRAME);
+      }
     }
   } finally {
     release();
