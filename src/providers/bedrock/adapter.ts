@@ -205,8 +205,8 @@ const managedRuntimeAdapter = (id: ManagedRuntimeAdapter): ProviderAdapter => ({
   embeddings: (request, target) => {
     const prepared = runtimeCall(id, target);
     if (!prepared.ok) return Promise.resolve(prepared);
-    return runtimeEmbeddings(id, request, target, (body) =>
-      postSigned(prepared.call, target, 'invoke', body, 'application/json'),
+    return runtimeEmbeddings(id, request, target, (body, timeoutMs) =>
+      postSigned(prepared.call, { ...target, timeoutMs }, 'invoke', body, 'application/json'),
     );
   },
 });

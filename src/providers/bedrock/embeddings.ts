@@ -98,17 +98,29 @@ export const embeddingsList = (
 
 export type InvokeOutcome = { ok: true; value: InvokedEmbedding } | { ok: false; failure: AttemptFailure };
 
+const deadlinePassed: AttemptFailure = {
+  kind: 'Timeout',
+  message: 'upstream did not answer in time',
+  retryable: true,
+  fallback: true,
+};
+
 /**
  * Runs one invoke per input: the first alone, the rest at most FAN_OUT at a time, no new call once
- * one failed. A failure before anything completed is returned as it is; after that it becomes
- * terminal and carries the usage of the calls that succeeded (including those still in flight).
+ * one failed. The attempt has one deadline, `timeoutMs` from the start: each call gets only what
+ * remains of it, and none starts once it passed. A failure before anything completed is returned as
+ * it is; after that it becomes terminal and carries the usage of the calls that succeeded
+ * (including those still in flight).
  */
 export const fanOut = async (
   count: number,
-  invokeOne: (index: number) => Promise<InvokeOutcome>,
+  invokeOne: (index: number, remainingMs: number) => Promise<InvokeOutcome>,
+  options: { timeoutMs: number; now?: () => number },
 ): Promise<{ ok: true; results: InvokedEmbedding[] } | { ok: false; failure: AttemptFailure }> => {
+  const now = options.now ?? Date.now;
+  const deadline = now() + options.timeoutMs;
   const results: (InvokedEmbedding | undefined)[] = new Array(count);
-  const first = await invokeOne(0);
+  const first = await invokeOne(0, options.timeoutMs);
   if (!first.ok) return first;
   results[0] = first.value;
   let next = 1;
@@ -116,7 +128,12 @@ export const fanOut = async (
   const worker = async () => {
     while (failed === undefined && next < count) {
       const index = next++;
-      const out = await invokeOne(index);
+      const remaining = deadline - now();
+      if (remaining <= 0) {
+        failed ??= { index, failure: deadlinePassed };
+        break;
+      }
+      const out = await invokeOne(index, remaining);
       if (out.ok) results[index] = out.value;
       else failed ??= { index, failure: out.failure };
     }
@@ -181,8 +198,10 @@ export const runtimeEmbeddings = async (
   adapter: ManagedRuntimeAdapter,
   request: CanonicalRequest,
   target: AttemptTarget,
+  /** Sends one body with the time left for it. */
   invoke: (
     body: string,
+    timeoutMs: number,
   ) => Promise<{ ok: true; response: UpstreamResponse } | { ok: false; failure: AttemptFailure }>,
 ): Promise<JsonOutcome> => {
   const translated = translateEmbeddings(request.raw, target.endpoint.provider_model_id);
@@ -203,10 +222,14 @@ export const runtimeEmbeddings = async (
     };
   }
   const { bodies } = translated;
-  const done = await fanOut(bodies.length, async (index) => {
-    const called = await invoke(bodies[index]!);
-    return called.ok ? readInvokeReply(called.response, target) : called;
-  });
+  const done = await fanOut(
+    bodies.length,
+    async (index, remainingMs) => {
+      const called = await invoke(bodies[index]!, remainingMs);
+      return called.ok ? readInvokeReply(called.response, target) : called;
+    },
+    { timeoutMs: target.timeoutMs },
+  );
   if (!done.ok) return done;
   return {
     ok: true,

@@ -94,17 +94,21 @@ describe('invoke replies', () => {
 describe('fanOut', () => {
   it('a failure of the first call is returned unchanged: retry and fallback still apply', async () => {
     const calls: number[] = [];
-    const r = await fanOut(3, async (i) => {
-      calls.push(i);
-      return { ok: false, failure: throttled };
-    });
+    const r = await fanOut(
+      3,
+      async (i) => {
+        calls.push(i);
+        return { ok: false, failure: throttled };
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(r).toEqual({ ok: false, failure: throttled });
     expect(calls).toEqual([0]);
   });
 
   it('a failure after a completed call is terminal and carries the usage of every call that succeeded', async () => {
     const outcomes = [ok(5), ok(7), { ok: false, failure: throttled } as InvokeOutcome, ok(11)];
-    const r = await fanOut(4, async (i) => outcomes[i]!);
+    const r = await fanOut(4, async (i) => outcomes[i]!, { timeoutMs: 60_000 });
     if (r.ok) throw new Error('expected a failure');
     expect(r.failure).toMatchObject({
       retryable: false,
@@ -119,11 +123,39 @@ describe('fanOut', () => {
     );
   });
 
-  it('all calls succeed: results in input order', async () => {
-    const r = await fanOut(6, async (i) => {
-      await new Promise((resolve) => setImmediate(resolve));
-      return ok(i + 1);
+  it('one deadline for the attempt: each call gets what remains, none starts after it, the completed ones are charged', async () => {
+    // A fake clock: every invoke takes 40 ms of it, so the calls cannot all fit in 100 ms.
+    let clock = 1_000;
+    const budgets: number[] = [];
+    const r = await fanOut(
+      10,
+      async (i, remainingMs) => {
+        budgets.push(remainingMs);
+        clock += 40;
+        return ok(i + 1);
+      },
+      { timeoutMs: 100, now: () => clock },
+    );
+    expect(budgets).toEqual([100, 60, 20]);
+    if (r.ok) throw new Error('expected a timeout');
+    expect(r.failure).toMatchObject({
+      kind: 'Timeout',
+      retryable: false,
+      fallback: false,
+      consumed: { prompt_tokens: 1 + 2 + 3, completion_tokens: 0 },
     });
+    expect(r.failure.message).toMatch(/after 3 of 10 embeddings completed/);
+  });
+
+  it('all calls succeed: results in input order', async () => {
+    const r = await fanOut(
+      6,
+      async (i) => {
+        await new Promise((resolve) => setImmediate(resolve));
+        return ok(i + 1);
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(r.ok && r.results.map((x) => x.tokens)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 });
