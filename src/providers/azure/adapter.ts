@@ -1,13 +1,12 @@
 import { callUpstream } from '../http.js';
 import { openAiChatBody, openAiShapedOutcome } from '../openai/adapter.js';
-import { embeddingsUsage, jsonOperationOutcome, responsesReply } from '../openai/operations.js';
+import { embeddingsReply, jsonOperationOutcome, responsesReply } from '../openai/operations.js';
 import type { AttemptOutcome, JsonOutcome, ProviderAdapter } from '../provider.js';
 import type { DeploymentHostAdapter } from './origin.js';
 import {
   azureHeaders,
   chatUrl,
   deploymentCall,
-  embeddingsReply,
   embeddingsRequest,
   type PreparedRequest,
   responsesRequest,
@@ -51,7 +50,8 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
     return jsonOperationOutcome(called.response, {
       stream: false,
       limits: target.limits,
-      reply: (json) => ({ body: embeddingsReply(json, endpoint), usage: embeddingsUsage(json.usage) }),
+      // The data plane reports the deployment's base model; callers see the catalog model name.
+      reply: embeddingsReply(endpoint.model),
     });
   },
   responses: async (request, target): Promise<JsonOutcome> => {

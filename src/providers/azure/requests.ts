@@ -99,12 +99,6 @@ export const embeddingsRequest = (
   body: JSON.stringify({ ...raw, model: endpoint.model }),
 });
 
-/** The data plane reports the deployment's base model; callers see the catalog model name. */
-export const embeddingsReply = (
-  json: Record<string, unknown>,
-  endpoint: RegistryEndpoint,
-): Record<string, unknown> => ({ ...json, model: endpoint.model });
-
 /** The v1 responses surface: no api-version, no deployment segment, the deployment as model. */
 export const responsesRequest = (
   raw: Record<string, unknown>,
