@@ -1,6 +1,6 @@
-import type { Bus, OutgoingMessage } from '../events/bus.js';
+import { type Bus, BusUnavailableError, type OutgoingMessage } from '../events/bus.js';
 import type { RequestCompleted } from '../events/envelopes/request-completed.js';
-import { subjects } from '../events/subjects.js';
+import { InvalidSubjectError, subjects } from '../events/subjects.js';
 import { canonicalJson } from '../lib/canonical-json.js';
 
 export const REQUEST_LOGGED_ACTION = 'data.write.request_logged';
@@ -61,10 +61,51 @@ export const requestLoggedMessage = (e: RequestCompleted): OutgoingMessage => ({
   messageId: requestLoggedMessageId(e.request_id),
 });
 
+/** One envelope's audit message, or why it cannot have one (its tenant id is no subject token). */
+export const auditMessages = (
+  envelopes: readonly RequestCompleted[],
+): { messages: { requestId: string; message: OutgoingMessage }[]; invalid: Map<string, string> } => {
+  const messages: { requestId: string; message: OutgoingMessage }[] = [];
+  const invalid = new Map<string, string>();
+  for (const e of envelopes) {
+    try {
+      messages.push({ requestId: e.request_id, message: requestLoggedMessage(e) });
+    } catch (err) {
+      if (!(err instanceof InvalidSubjectError)) throw err;
+      invalid.set(e.request_id, err.message);
+    }
+  }
+  return { messages, invalid };
+};
+
 /**
- * The audit events of one flush in one batch publish; resolves once the bus stored all of them.
- * A rejection may leave some stored: emitting the batch again stores none twice (same ids).
+ * The audit events of one flush in one batch publish; resolves once the bus stored them, with the
+ * requests whose event the bus refused. A batch refused for any reason but unavailability is sent
+ * again message by message (as the request publisher does), so one message the bus will not take
+ * fails only its own request. Unavailability rejects: nothing would get through one by one either.
+ * A rejection may leave some stored: emitting again stores none twice (same ids).
  */
-export const emitRequestsLogged = async (bus: Bus, envelopes: readonly RequestCompleted[]): Promise<void> => {
-  await bus.publishMany(envelopes.map(requestLoggedMessage));
+export const emitRequestsLogged = async (
+  bus: Bus,
+  messages: readonly { requestId: string; message: OutgoingMessage }[],
+  onRefused: (err: unknown) => void = () => {},
+): Promise<Map<string, string>> => {
+  const refused = new Map<string, string>();
+  try {
+    await bus.publishMany(messages.map((m) => m.message));
+    return refused;
+  } catch (err) {
+    if (err instanceof BusUnavailableError) throw err;
+    onRefused(err);
+  }
+  for (const { requestId, message } of messages) {
+    const { subject, data, ...options } = message;
+    try {
+      await bus.publish(subject, data, options);
+    } catch (err) {
+      if (err instanceof BusUnavailableError) throw err;
+      refused.set(requestId, err instanceof Error ? err.message : String(err));
+    }
+  }
+  return refused;
 };

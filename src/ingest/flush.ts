@@ -4,7 +4,7 @@ import { bodyBytes } from '../events/envelopes/body.js';
 import { type BodyRef, isChunkedBody, type RequestCompleted } from '../events/envelopes/request-completed.js';
 import type { BodySide } from '../events/subjects.js';
 import type { ObjectStore } from '../objects/port.js';
-import { emitRequestsLogged } from './audit.js';
+import { auditMessages, emitRequestsLogged } from './audit.js';
 import { type DlqReason, INGEST_TABLES, type IngestMetrics, type IngestTable } from './metrics.js';
 import { buildPack, type Frame, packKey, writePack } from './pack.js';
 import { type DurabilitySampler, readBack } from './readback.js';
@@ -223,22 +223,25 @@ export const flushBatch = async (
   lap('readBackMs');
 
   // Audit events, then the settle hook: both only for rows known durable. One batch publish for
-  // the flush; a batch the bus will not take fails every request in it (their rows stay committed).
+  // the flush. A message that cannot be built or that the bus refuses fails its own request only;
+  // a bus that stays unavailable fails every request in the batch (their rows stay committed).
   const auditing = live();
   if (auditing.length > 0) {
+    const { messages, invalid } = auditMessages(auditing.map((i) => i.envelope));
+    for (const [id, detail] of invalid) fail([id], 'audit_emit', detail, true);
     try {
-      await withRetries(
+      const refused = await withRetries(
         deps.retry,
         () =>
-          emitRequestsLogged(
-            deps.bus,
-            auditing.map((i) => i.envelope),
+          emitRequestsLogged(deps.bus, messages, (err) =>
+            deps.onError(err, `audit events of ${stamp.batchId}; publishing one by one`),
           ),
         (err, again) => deps.onError(err, `audit events of ${stamp.batchId}${again ? '; retrying' : ''}`),
       );
+      for (const [id, detail] of refused) fail([id], 'audit_emit', detail);
     } catch (err) {
       fail(
-        auditing.map((i) => i.envelope.request_id),
+        messages.map((m) => m.requestId),
         'audit_emit',
         describe(err),
       );

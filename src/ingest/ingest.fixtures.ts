@@ -88,6 +88,30 @@ export const auditFailingBus = (inner: Bus, failing: () => boolean): Bus => ({
   close: () => inner.close(),
 });
 
+/**
+ * A bus that refuses (not as unavailable: as a broker would refuse a bad message) every audit
+ * message whose id `refused` picks, and any batch holding one.
+ */
+export const auditRefusingBus = (inner: Bus, refused: (messageId: string) => boolean): Bus => ({
+  get adapter() {
+    return inner.adapter;
+  },
+  ensureStreams: () => inner.ensureStreams(),
+  publish: async (subject, data, options) => {
+    if (subject.startsWith('svc.audit.') && refused(options.messageId))
+      throw new Error('injected: audit message refused');
+    return inner.publish(subject, data, options);
+  },
+  publishMany: async (messages) => {
+    if (messages.some((m) => m.subject.startsWith('svc.audit.') && refused(m.messageId)))
+      throw new Error('injected: audit batch refused');
+    return inner.publishMany(messages);
+  },
+  consume: (name, filter, handler, options) => inner.consume(name, filter, handler, options),
+  health: () => inner.health(),
+  close: () => inner.close(),
+});
+
 /** A counter's value summed over the series matching `labels`. */
 export const metricValue = async (
   registry: Registry,

@@ -16,6 +16,7 @@ import { requestLoggedMessageId } from './audit.js';
 import { type DeadLetterSource, natsDeadLetters, postgresDeadLetters, replayDeadLetters } from './dlq.js';
 import {
   auditFailingBus,
+  auditRefusingBus,
   draftFor,
   droppingAnalytics,
   flakyAnalytics,
@@ -320,6 +321,50 @@ describe.each(['postgres', 'jetstream'] as const)('ingest on the %s bus with chd
     expect(await countRows(store, 'requests')).toBe(total);
     expect(await suppressedWrites(s.registry)).toBe(0);
   });
+  it('an envelope whose workspace id cannot be an audit subject token dead-letters alone before the flush; the rest are audited', async () => {
+    await setup('ingest_audit_subject');
+    const run = `s${kind}`;
+    const audits = await auditCollector(t.bus, 'ingest_audit_subject');
+    closers.push(audits.close);
+    const p = await publisher(t.bus);
+    for (let i = 0; i < 4; i++)
+      // The envelope schema allows a dot in an id; a bus subject token cannot hold one.
+      p.record(draftFor(run, i, i === 1 ? { workspace_id: `wsp.${run}` } : {}));
+    await p.flush();
+    await s.consumer({ maxDeliveries: 5 });
+
+    await waitFor(async () => audits.seen.size === 3, 20_000, 'the three good audit events');
+    await waitFor(async () => (await t.deadLetters.list()).length === 1, 20_000, 'one dead letter');
+    const [letter] = await t.deadLetters.list();
+    // Refused on decode (its row could never be audited), so it never joins a flush.
+    expect(letter!.info).toMatchObject({ messageId: `req_${run}_1`, reason: 'malformed_row' });
+    expect([...audits.seen.keys()].sort()).toEqual(
+      [0, 2, 3].map((i) => requestLoggedMessageId(`req_${run}_${i}`)),
+    );
+    expect(await countRows(store, 'requests')).toBe(3);
+    await waitFor(async () => (await t.unsettled('ingest_audit_subject')) === 0, 15_000, 'all settled');
+  });
+
+  it('a batch publish the bus refuses falls back to one by one: only the refused record dead-letters', async () => {
+    await setup('ingest_audit_refused');
+    const run = `r${kind}`;
+    const audits = await auditCollector(t.bus, 'ingest_audit_refused');
+    closers.push(audits.close);
+    const bad = requestLoggedMessageId(`req_${run}_2`);
+    const p = await publisher(t.bus);
+    for (let i = 0; i < 4; i++) p.record(draftFor(run, i));
+    await p.flush();
+    await s.consumer({ bus: auditRefusingBus(t.bus, (id) => id === bad), maxDeliveries: 2 });
+
+    await waitFor(async () => audits.seen.size === 3, 20_000, 'the three good audit events');
+    await waitFor(async () => (await t.deadLetters.list()).length === 1, 20_000, 'one dead letter');
+    const [letter] = await t.deadLetters.list();
+    expect(letter!.info).toMatchObject({ messageId: `req_${run}_2`, reason: 'audit_emit' });
+    expect(audits.seen.has(bad)).toBe(false);
+    expect(await countRows(store, 'requests')).toBe(4);
+    await waitFor(async () => (await t.unsettled('ingest_audit_refused')) === 0, 15_000, 'all settled');
+  });
+
   it.runIf(kind === 'jetstream')('starts while the bus is down and consumes once it is back', async () => {
     await setup('ingest_late_bus');
     const p = await publisher(t.bus);

@@ -5,7 +5,7 @@ import { sampleDraft } from '../events/envelopes/envelopes.fixtures.js';
 import { buildRequestRecord } from '../events/envelopes/record.js';
 import type { RequestCompleted } from '../events/envelopes/request-completed.js';
 import { canonicalJson } from '../lib/canonical-json.js';
-import { requestLoggedMessageId, requestLoggedRecord } from './audit.js';
+import { auditMessages, requestLoggedMessageId, requestLoggedRecord } from './audit.js';
 import { classify, parseRequestSubject } from './decode.js';
 import { Holding } from './holding.js';
 import { buildPack, packKey } from './pack.js';
@@ -198,6 +198,16 @@ describe('audit event data.write.request_logged', () => {
       occurred_at: envelope.finished_at,
     });
     expect(requestLoggedMessageId('req_01')).toBe('audit:data.write.request_logged:req_01');
+  });
+
+  it('messages are built per envelope: one whose tenant id is no subject token is set apart, the others kept', () => {
+    const good = envelopeOf({ request_id: 'req_good' }).envelope;
+    const dotted = envelopeOf({ request_id: 'req_dot', workspace_id: 'wsp.a' }).envelope;
+    const { messages, invalid } = auditMessages([good, dotted]);
+    expect(messages.map((m) => [m.requestId, m.message.messageId])).toEqual([
+      ['req_good', requestLoggedMessageId('req_good')],
+    ]);
+    expect([...invalid.keys()]).toEqual(['req_dot']);
   });
 });
 
