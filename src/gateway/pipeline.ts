@@ -42,7 +42,13 @@ export type PipelineResult<R = CanonicalReply, C = CanonicalChunk> =
       rest?: AsyncIterator<C>;
       attempts: AttemptRecord[];
     }
-  | { ok: false; attempts: AttemptRecord[]; failures: AttemptFailure[] };
+  | {
+      ok: false;
+      attempts: AttemptRecord[];
+      failures: AttemptFailure[];
+      /** The endpoint of the last attempt made: what a failure's consumed usage is priced on. */
+      lastEndpoint?: RegistryEndpoint;
+    };
 
 /** One attempt of the request's operation on one candidate (chat unless the route says otherwise). */
 export type AttemptCall<R, C> = (adapter: ProviderAdapter, target: AttemptTarget) => Promise<Outcome<R, C>>;
@@ -54,13 +60,16 @@ export interface PipelineDeps {
   onAttempt?: (provider: string, outcome: string) => void;
 }
 
+/** Backoff that a client leaving cuts short; the listener goes whichever ends it. */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
+    const done = () => {
       clearTimeout(t);
+      signal.removeEventListener('abort', done);
       resolve();
-    });
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
   });
 
 /**
@@ -87,8 +96,16 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
   const failures: AttemptFailure[] = [];
   const deadline = Date.now() + context.budget.deadlineMs;
   let retries = context.budget.retries;
+  let lastEndpoint: RegistryEndpoint | undefined;
+  const failed = () => ({
+    ok: false as const,
+    attempts,
+    failures,
+    ...(lastEndpoint ? { lastEndpoint } : {}),
+  });
 
   const record = (endpoint: RegistryEndpoint, started: number, failure: AttemptFailure | null) => {
+    lastEndpoint = endpoint;
     attempts.push({
       source: `${endpoint.lane}/${endpoint.model}`,
       kind: failure?.kind ?? null,
@@ -119,7 +136,7 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
       continue;
     }
     for (;;) {
-      if (context.signal.aborted) return { ok: false, attempts, failures };
+      if (context.signal.aborted) return failed();
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
         record(endpoint, Date.now(), {
@@ -128,7 +145,7 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
           retryable: false,
           fallback: false,
         });
-        return { ok: false, attempts, failures };
+        return failed();
       }
       const started = Date.now();
       const outcome = await call(adapter, {
@@ -170,15 +187,15 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
         failure = outcome.failure;
       }
       record(endpoint, started, failure);
-      if (context.signal.aborted) return { ok: false, attempts, failures };
+      if (context.signal.aborted) return failed();
       if (failure.retryable && !failure.skipRetry && retries > 0) {
         retries -= 1;
         await sleep(context.budget.backoffMs, context.signal);
         continue;
       }
-      if (!failure.fallback) return { ok: false, attempts, failures };
+      if (!failure.fallback) return failed();
       break;
     }
   }
-  return { ok: false, attempts, failures };
+  return failed();
 };

@@ -1,4 +1,4 @@
-import { Agent, request, errors as undiciErrors } from 'undici';
+import { Agent, type Dispatcher, request, errors as undiciErrors } from 'undici';
 import type { AttemptFailure } from './provider.js';
 
 /**
@@ -96,7 +96,8 @@ export const transportFailure = (err: unknown, aborted: 'client' | 'deadline' | 
   if (
     aborted === 'deadline' ||
     err instanceof undiciErrors.HeadersTimeoutError ||
-    err instanceof undiciErrors.BodyTimeoutError
+    err instanceof undiciErrors.BodyTimeoutError ||
+    err instanceof undiciErrors.ConnectTimeoutError
   ) {
     return { kind: 'Timeout', message: 'upstream did not answer in time', retryable: true, fallback: true };
   }
@@ -111,11 +112,16 @@ export const transportFailure = (err: unknown, aborted: 'client' | 'deadline' | 
 };
 
 /**
- * One upstream call. The attempt's time limit is undici's own: `headersTimeout` until the answer
- * starts, then `bodyTimeout` between body chunks; the caller's signal cancels it. No controller,
- * timer or AbortSignal.any of our own per attempt: they showed in the gateway's profile.
+ * One upstream call. The attempt's time limit holds from the moment the call is made until the
+ * answer starts, including time spent queued for a pooled connection and connecting: undici's
+ * `headersTimeout` only starts on a connected socket, and an abort signal does not reach a request
+ * still queued in a pool (undici applies it once the request is dispatched). So the call settles
+ * on its own timer or the caller's signal whatever undici is doing, and the controller cancels the
+ * request whenever undici gets to it. Once headers arrive, `bodyTimeout` bounds the wait between
+ * body chunks and the caller's signal still cancels the body. One controller and one timer per
+ * attempt; no AbortSignal.any.
  */
-export const callUpstream = async (options: {
+export const callUpstream = (options: {
   url: string;
   headers: Record<string, string>;
   body: string;
@@ -123,19 +129,46 @@ export const callUpstream = async (options: {
   timeoutMs: number;
   /** Time allowed between body chunks once headers arrived (streams stay open for long). */
   bodyTimeoutMs: number;
+  /** The connection pool; the shared upstream agent unless a test brings its own. */
+  dispatcher?: Dispatcher;
 }): Promise<CallResult> => {
-  try {
-    const response = await request(options.url, {
+  if (options.signal.aborted)
+    return Promise.resolve({ ok: false, failure: transportFailure(null, 'client') });
+  return new Promise<CallResult>((resolve) => {
+    const controller = new AbortController();
+    let settled = false;
+    const settle = (result: CallResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(result);
+    };
+    // Lives as long as the caller's signal (one per request): a client leaving mid-body still cancels.
+    const onClient = () => {
+      controller.abort();
+      settle({ ok: false, failure: transportFailure(null, 'client') });
+    };
+    options.signal.addEventListener('abort', onClient, { once: true });
+    const timer = setTimeout(() => {
+      controller.abort();
+      settle({ ok: false, failure: transportFailure(null, 'deadline') });
+    }, options.timeoutMs);
+    request(options.url, {
       method: 'POST',
       headers: options.headers,
       body: options.body,
-      signal: options.signal,
-      dispatcher: upstreamAgent,
+      signal: controller.signal,
+      dispatcher: options.dispatcher ?? upstreamAgent,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.bodyTimeoutMs,
-    });
-    return { ok: true, response };
-  } catch (err) {
-    return { ok: false, failure: transportFailure(err, options.signal.aborted ? 'client' : null) };
-  }
+    }).then(
+      (response) => {
+        // Headers that arrive after the attempt gave up: nobody reads this body.
+        if (settled) response.body.destroy();
+        else settle({ ok: true, response });
+      },
+      (err: unknown) =>
+        settle({ ok: false, failure: transportFailure(err, options.signal.aborted ? 'client' : null) }),
+    );
+  });
 };

@@ -34,6 +34,7 @@ import { formatUsd, maxUsd, type Usd } from '../../../lib/money.js';
 import type { AttemptTarget, ProviderAdapter } from '../../../providers/provider.js';
 import { StreamFailure } from '../../../providers/provider.js';
 import type { Dialect } from './dialect.js';
+import { waitForDrain } from './drain.js';
 
 export interface GatewayDeps {
   registry: () => RegistrySnapshot;
@@ -332,7 +333,7 @@ export const dispatch = async <R = CanonicalReply, C = CanonicalChunk>(
     completed.modelServed = last.model;
     completed.providerModelId = last.provider_model_id;
     const consumed = result.failures.at(-1)?.consumed;
-    const endpoint = candidates.find((e) => e.lane === last.provider && e.model === last.model);
+    const endpoint = result.lastEndpoint;
     if (consumed && endpoint) {
       completed.funding = tenancy.credentials(key.projectId, endpoint.adapter)?.funding ?? null;
       priceServed(scope, endpoint, options.pricing, consumed, undefined);
@@ -441,8 +442,7 @@ export const serveCompletion = async (
     }
     for (const frame of frames) {
       if (tracing.full) traced.push(frame);
-      if (!res.write(frame))
-        await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+      if (!res.write(frame)) await waitForDrain(res);
     }
   };
   let usage: Usage | null = null;
