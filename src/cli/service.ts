@@ -68,7 +68,7 @@ export const startService = async (
   });
   const eventStore = new PostgresEventStore(database.pool, database.url);
   const apiKeys = new ApiKeyCache(eventStore);
-  const bus = openBus(config, database);
+  const bus = await openBus(config, database);
   health.register('bus', async () => {
     const h = await bus.health();
     if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);

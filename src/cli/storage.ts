@@ -1,11 +1,6 @@
-import { ChdbAnalyticsStore, chdbPath } from '../analytics/chdb/store.js';
-import { HttpAnalyticsStore } from '../analytics/http/store.js';
-import { migrateClickHouse } from '../analytics/migrate.js';
 import type { AnalyticsStore } from '../analytics/port.js';
 import type { Config } from '../config/config.js';
 import type { Bus } from '../events/bus.js';
-import { NatsBus } from '../events/nats/bus.js';
-import { PostgresBus } from '../events/postgres/bus.js';
 import { describeError } from '../lib/errors.js';
 import { FsObjectStore, objectsPath } from '../objects/fs-store.js';
 import { CliError } from './output.js';
@@ -13,36 +8,44 @@ import { type Database, dataDirOf } from './runtime.js';
 
 /**
  * The ports of ARCHITECTURE.md "Storage and the flow of data": the scale-out adapter when its URL
- * is set, otherwise the embedded default (issue 3 item 4).
+ * is set, otherwise the embedded default (issue 3 item 4). Each adapter's modules load only when
+ * it is the one chosen (the NATS client, chdb's native engine and the ClickHouse HTTP client are
+ * large): a process carries only what it opens.
  */
 
-export const openBus = (config: Config, database: Database): Bus =>
+export const openBus = async (config: Config, database: Database): Promise<Bus> =>
   config.SVC_NATS_URL
-    ? new NatsBus({ servers: config.SVC_NATS_URL })
-    : new PostgresBus(database.pool, { connectionString: database.url });
+    ? new (await import('../events/nats/bus.js')).NatsBus({ servers: config.SVC_NATS_URL })
+    : new (await import('../events/postgres/bus.js')).PostgresBus(database.pool, {
+        connectionString: database.url,
+      });
 
 /** ClickHouse over HTTP for SVC_CLICKHOUSE_URL, else chdb in the data dir; migrations applied. */
 export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => {
   let store: AnalyticsStore;
   try {
-    store = config.SVC_CLICKHOUSE_URL
-      ? await HttpAnalyticsStore.open({
-          url: config.SVC_CLICKHOUSE_URL,
-          database: 'svc',
-          createDatabase: true,
-        })
-      : await ChdbAnalyticsStore.open({
-          path: chdbPath(dataDirOf(config)),
-          database: 'svc',
-          createDatabase: true,
-        });
+    if (config.SVC_CLICKHOUSE_URL) {
+      const { HttpAnalyticsStore } = await import('../analytics/http/store.js');
+      store = await HttpAnalyticsStore.open({
+        url: config.SVC_CLICKHOUSE_URL,
+        database: 'svc',
+        createDatabase: true,
+      });
+    } else {
+      const { ChdbAnalyticsStore, chdbPath } = await import('../analytics/chdb/store.js');
+      store = await ChdbAnalyticsStore.open({
+        path: chdbPath(dataDirOf(config)),
+        database: 'svc',
+        createDatabase: true,
+      });
+    }
   } catch (err) {
     throw new CliError(
       `cannot open analytics (${config.SVC_CLICKHOUSE_URL ? 'ClickHouse over HTTP' : 'embedded chdb'}): ${describeError(err)}`,
     );
   }
   try {
-    await migrateClickHouse(store);
+    await (await import('../analytics/migrate.js')).migrateClickHouse(store);
   } catch (err) {
     await store.close();
     throw new CliError(`analytics migrations failed: ${describeError(err)}`);

@@ -39,7 +39,7 @@ const withDeadLetters = async <T>(fn: (bus: Bus, source: DeadLetterSource) => Pr
     }
   }
   const db = await openDatabase(config, { application: 'svc-dlq' });
-  const bus = openBus(config, db);
+  const bus = await openBus(config, db);
   try {
     return await fn(bus, postgresDeadLetters(db.pool));
   } finally {
