@@ -323,7 +323,7 @@ describe.each(['postgres', 'jetstream'] as const)('ingest on the %s bus with chd
   });
   it('an envelope whose workspace id cannot be an audit subject token dead-letters alone before the flush; the rest are audited', async () => {
     await setup('ingest_audit_subject');
-    const run = `s${kind}`;
+    const run = `dot${kind}`;
     const audits = await auditCollector(t.bus, 'ingest_audit_subject');
     closers.push(audits.close);
     const p = await publisher(t.bus);
@@ -347,7 +347,7 @@ describe.each(['postgres', 'jetstream'] as const)('ingest on the %s bus with chd
 
   it('a batch publish the bus refuses falls back to one by one: only the refused record dead-letters', async () => {
     await setup('ingest_audit_refused');
-    const run = `r${kind}`;
+    const run = `refused${kind}`;
     const audits = await auditCollector(t.bus, 'ingest_audit_refused');
     closers.push(audits.close);
     const bad = requestLoggedMessageId(`req_${run}_2`);
