@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher, request, errors as undiciErrors } from 'undici';
-import type { AttemptFailure } from './provider.js';
+import { type SseEvent, SseParser } from '../lib/sse.js';
+import { type AttemptFailure, StreamFailure } from './provider.js';
 
 /**
  * One keep-alive pool per upstream origin (undici's Agent keeps them), shared by every adapter.
@@ -172,3 +173,55 @@ export const callUpstream = (options: {
     );
   });
 };
+
+const ignore = () => {};
+
+/** An upstream body: undici's, or any byte iterable (tests). */
+export type UpstreamBody = AsyncIterable<Uint8Array | Buffer | string> & {
+  iterator?: (options: { destroyOnReturn: boolean }) => AsyncIterable<Uint8Array | Buffer | string>;
+  dump?: (options: { limit: number }) => Promise<void>;
+  destroy?: () => void;
+  on?: (event: 'error', listener: () => void) => unknown;
+};
+
+/**
+ * The SSE events of an upstream stream, for every adapter (SPEC 4.1 rule 5): a read failure or the
+ * size cap throws StreamFailure. `endsAt` names the event that ends the stream (`[DONE]`,
+ * message_stop): it is still yielded, and what follows it is drained, not destroyed, so the
+ * keep-alive connection is kept and no AbortError is built per request. A stream left before its
+ * end (a failure, a client gone) is destroyed; undici reports that as an 'error' nobody must miss.
+ */
+export async function* sseEvents(
+  body: UpstreamBody,
+  maxBytes: number,
+  endsAt?: (event: SseEvent) => boolean,
+): AsyncGenerator<SseEvent> {
+  const parser = new SseParser();
+  let finished = false;
+  try {
+    for await (const piece of body.iterator?.({ destroyOnReturn: false }) ?? body) {
+      const events = parser.push(typeof piece === 'string' ? Buffer.from(piece) : piece);
+      if (parser.bytes > maxBytes)
+        throw new StreamFailure('size_cap', `upstream stream exceeded ${maxBytes} bytes`);
+      for (const e of events) {
+        if (endsAt?.(e)) {
+          finished = true;
+          body.dump?.({ limit: maxBytes }).catch(ignore);
+          yield e;
+          return;
+        }
+        yield e;
+      }
+    }
+    finished = true;
+    yield* parser.end();
+  } catch (err) {
+    if (err instanceof StreamFailure) throw err;
+    throw new StreamFailure('read', 'upstream stream read failed');
+  } finally {
+    if (!finished) {
+      body.on?.('error', ignore);
+      body.destroy?.();
+    }
+  }
+}

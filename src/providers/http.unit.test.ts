@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callUpstream } from './http.js';
+import { callUpstream, sseEvents } from './http.js';
 
 // The attempt's time limit (issue 6 item 5; SPEC 4.1 budget, 7.3) must hold from the moment the
 // call is made, including the time it waits for a pooled connection: undici's own headersTimeout
@@ -92,5 +92,58 @@ describe('callUpstream time limit', () => {
     } finally {
       await pool.close();
     }
+  });
+});
+
+describe('sseEvents', () => {
+  /** A body that records how it was ended. */
+  const body = (pieces: string[]) => {
+    const seen = { dumped: false, destroyed: false };
+    const b = {
+      async *[Symbol.asyncIterator]() {
+        for (const p of pieces) yield Buffer.from(p);
+      },
+      dump: async () => {
+        seen.dumped = true;
+      },
+      destroy: () => {
+        seen.destroyed = true;
+      },
+      on: () => b,
+    };
+    return { b, seen };
+  };
+
+  it('yields events split anywhere, ends at the end event and drains the rest instead of destroying', async () => {
+    const { b, seen } = body(['data: {"a"', ':1}\n\ndata: [DO', 'NE]\n\ndata: {"late":1}\n\n']);
+    const out: string[] = [];
+    for await (const e of sseEvents(b, 1_000, (e) => e.data === '[DONE]')) {
+      out.push(e.data);
+      if (e.data === '[DONE]') break;
+    }
+    expect(out).toEqual(['{"a":1}', '[DONE]']);
+    expect(seen).toEqual({ dumped: true, destroyed: false });
+  });
+
+  it('a consumer leaving before the end destroys the body', async () => {
+    const { b, seen } = body(['data: 1\n\ndata: 2\n\ndata: [DONE]\n\n']);
+    for await (const e of sseEvents(b, 1_000, (e) => e.data === '[DONE]')) if (e.data === '1') break;
+    expect(seen).toEqual({ dumped: false, destroyed: true });
+  });
+
+  it('the size cap and a read failure are StreamFailures', async () => {
+    const { b } = body(['data: 0123456789\n\n']);
+    await expect(async () => {
+      for await (const _ of sseEvents(b, 5));
+    }).rejects.toMatchObject({ name: 'StreamFailure', kind: 'size_cap' });
+    const broken = {
+      async *[Symbol.asyncIterator]() {
+        yield Buffer.from('data: 1\n\n');
+        throw new Error('socket hang up at https://upstream.example/v1');
+      },
+    };
+    await expect(async () => {
+      for await (const _ of sseEvents(broken, 1_000));
+    }).rejects.toMatchObject({ kind: 'read', message: 'upstream stream read failed' });
   });
 });

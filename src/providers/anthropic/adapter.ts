@@ -105,9 +105,9 @@ const buffered = async (response: UpstreamResponse, target: AttemptTarget): Prom
 /** Reads the first event before committing (the pipeline commits a stream at its first chunk). */
 const streamed = async (response: UpstreamResponse, target: AttemptTarget): Promise<AttemptOutcome> => {
   const events = upstreamEvents(response.body, target.limits.maxResponseBytes);
+  // Ends the event reader: a stream stopped before message_stop is destroyed, a finished one drained.
   const release = () => {
     void events.return(undefined);
-    response.body.destroy();
   };
   let first: IteratorResult<MessagesEvent>;
   try {

@@ -1,5 +1,6 @@
 import type { CanonicalChunk } from '../../gateway/contract.js';
-import { type SseEvent, SseParser } from '../../lib/sse.js';
+import type { SseEvent } from '../../lib/sse.js';
+import { sseEvents, type UpstreamBody } from '../http.js';
 import { StreamFailure } from '../provider.js';
 import { finishReasonOf, isObject, mergeStreamUsage, serviceTierOf, usageOf } from './usage.js';
 
@@ -180,25 +181,17 @@ export class ChunkMapper {
   }
 }
 
-/** Decoded SSE events of an upstream body; read failures and the size cap throw StreamFailure. */
-export async function* upstreamEvents(
-  body: AsyncIterable<Uint8Array | Buffer | string>,
-  maxBytes: number,
-): AsyncGenerator<MessagesEvent> {
-  const parser = new SseParser();
-  try {
-    for await (const piece of body) {
-      const events = parser.push(typeof piece === 'string' ? Buffer.from(piece) : piece);
-      if (parser.bytes > maxBytes)
-        throw new StreamFailure('size_cap', `upstream stream exceeded ${maxBytes} bytes`);
-      for (const e of events) yield decodeEvent(e);
-    }
-    for (const e of parser.end()) yield decodeEvent(e);
-  } catch (err) {
-    if (err instanceof StreamFailure) throw err;
-    throw new StreamFailure('read', 'upstream stream read failed');
-  }
+/**
+ * Decoded SSE events of an upstream body; read failures and the size cap throw StreamFailure. The
+ * stream ends at message_stop (what follows is drained by sseEvents, the connection kept).
+ */
+export async function* upstreamEvents(body: UpstreamBody, maxBytes: number): AsyncGenerator<MessagesEvent> {
+  for await (const e of sseEvents(body, maxBytes, isMessageStop)) yield decodeEvent(e);
 }
+
+const isMessageStop = (e: SseEvent): boolean =>
+  // A JSON string value cannot hold this unescaped: only the event's own type matches.
+  e.event === 'message_stop' || e.data.includes('"type":"message_stop"');
 
 /**
  * Canonical chunks from the event the adapter already read on. A stream that ends before

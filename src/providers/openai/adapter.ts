@@ -5,8 +5,7 @@ import type {
   ChatMessage,
   Usage,
 } from '../../gateway/contract.js';
-import { SseParser } from '../../lib/sse.js';
-import { callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
+import { callUpstream, failureFromStatus, readCapped, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptOutcome,
   type AttemptTarget,
@@ -66,59 +65,34 @@ const chunkOf = (json: Record<string, unknown>): CanonicalChunk => {
   };
 };
 
-const ignore = () => {};
-
 /**
- * Upstream SSE to canonical chunks; a read failure, an in-band error or the size cap throws StreamFailure.
- * At `[DONE]` the rest of the body is drained, not destroyed: destroying an unfinished undici body
- * builds an AbortError with its stack on every request, and gives up the keep-alive connection.
+ * Upstream SSE to canonical chunks; a read failure, an in-band error or the size cap throws
+ * StreamFailure. The stream ends at `[DONE]` (what follows is drained by sseEvents).
  */
 async function* streamChunks(response: UpstreamResponse, maxBytes: number): AsyncGenerator<CanonicalChunk> {
-  const parser = new SseParser();
-  const body = response.body;
-  let settled = false;
-  try {
-    read: for await (const piece of body.iterator({ destroyOnReturn: false })) {
-      const events = parser.push(piece as Uint8Array);
-      if (parser.bytes > maxBytes)
-        throw new StreamFailure('size_cap', `upstream stream exceeded ${maxBytes} bytes`);
-      for (const e of events) {
-        if (e.data === '[DONE]') {
-          settled = true;
-          break read;
-        }
-        let json: Record<string, unknown>;
-        try {
-          json = JSON.parse(e.data) as Record<string, unknown>;
-        } catch {
-          throw new StreamFailure('decode', 'upstream sent an undecodable stream frame');
-        }
-        if (json.error !== undefined) {
-          const err = json.error as { message?: unknown; code?: unknown; type?: unknown };
-          throw new StreamFailure(
-            'in_band',
-            typeof err?.message === 'string' ? err.message : JSON.stringify(json.error),
-            typeof err?.code === 'string' ? err.code : undefined,
-          );
-        }
-        yield chunkOf(json);
-      }
+  let done = false;
+  for await (const e of sseEvents(response.body, maxBytes, (e) => e.data === '[DONE]')) {
+    if (e.data === '[DONE]') {
+      done = true;
+      break;
     }
-    if (settled) {
-      // Whatever follows [DONE] (usually only the end of the chunked body) is read and dropped.
-      body.dump({ limit: maxBytes }).catch(() => {});
-      return;
+    let json: Record<string, unknown>;
+    try {
+      json = JSON.parse(e.data) as Record<string, unknown>;
+    } catch {
+      throw new StreamFailure('decode', 'upstream sent an undecodable stream frame');
     }
-    for (const e of parser.end()) if (e.data === '[DONE]') settled = true;
-    if (!settled) throw new StreamFailure('read', 'upstream stream ended before [DONE]');
-  } catch (err) {
-    if (err instanceof StreamFailure) throw err;
-    throw new StreamFailure('read', 'upstream stream read failed');
-  } finally {
-    // A failure, or the consumer leaving early (client gone): stop the upstream now. The iterator
-    // no longer listens, and undici reports the destroy as an 'error' that nobody must miss.
-    if (!settled) body.on('error', ignore).destroy();
+    if (json.error !== undefined) {
+      const err = json.error as { message?: unknown; code?: unknown; type?: unknown };
+      throw new StreamFailure(
+        'in_band',
+        typeof err?.message === 'string' ? err.message : JSON.stringify(json.error),
+        typeof err?.code === 'string' ? err.code : undefined,
+      );
+    }
+    yield chunkOf(json);
   }
+  if (!done) throw new StreamFailure('read', 'upstream stream ended before [DONE]');
 }
 
 /**

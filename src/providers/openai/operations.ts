@@ -1,6 +1,5 @@
 import type { Usage } from '../../gateway/contract.js';
-import { SseParser } from '../../lib/sse.js';
-import { failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
+import { failureFromStatus, readCapped, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptFailure,
   type AttemptTarget,
@@ -108,7 +107,6 @@ export async function* responsesEvents(
   response: UpstreamResponse,
   maxBytes: number,
 ): AsyncGenerator<RelayedEvent> {
-  const parser = new SseParser();
   let ended = false;
   const relayed = (e: { event: string | undefined; data: string }): RelayedEvent | null => {
     if (e.data === '[DONE]') return null;
@@ -147,27 +145,11 @@ export async function* responsesEvents(
     }
     return e;
   };
-  try {
-    for await (const piece of response.body) {
-      const events = parser.push(piece as Uint8Array);
-      if (parser.bytes > maxBytes)
-        throw new StreamFailure('size_cap', `upstream stream exceeded ${maxBytes} bytes`);
-      for (const e of events) {
-        const out = relayed(e);
-        if (out) yield out;
-      }
-    }
-    for (const e of parser.end()) {
-      const out = relayed(e);
-      if (out) yield out;
-    }
-    if (!ended) throw new StreamFailure('read', 'upstream stream ended before the response completed');
-  } catch (err) {
-    if (err instanceof StreamFailure) throw err;
-    throw new StreamFailure('read', 'upstream stream read failed');
-  } finally {
-    response.body.destroy();
+  for await (const e of sseEvents(response.body, maxBytes)) {
+    const out = relayed(e);
+    if (out) yield out;
   }
+  if (!ended) throw new StreamFailure('read', 'upstream stream ended before the response completed');
 }
 
 /** What a reference-wire upstream answered to a JSON operation, as an attempt outcome. */
