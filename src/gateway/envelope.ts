@@ -3,6 +3,7 @@ import type { RecordBodies, RequestCompletedDraft } from '../events/envelopes/re
 import type { Attempt, RequestUsage, UsageLine } from '../events/envelopes/request-completed.js';
 import type { CompletedRequest } from './completed.js';
 import type { AttemptRecord } from './pipeline.js';
+import { readOptionalCount } from './pricing/index.js';
 
 /** retried when the same candidate came next, fell_back when another did, failed when none did. */
 const attemptsOf = (records: readonly AttemptRecord[]): Attempt[] =>
@@ -44,9 +45,11 @@ const declaredTools = (raw: Record<string, unknown>): string[] => {
 /** The request.completed draft of a finished request (SPEC 2.5; issue 6 item 8). */
 export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft; bodies?: RecordBodies } => {
   const u = c.usage;
-  const prompt = u?.prompt_tokens ?? 0;
-  const completion = u?.completion_tokens ?? 0;
-  const cached = u?.prompt_tokens_details?.cached_tokens ?? 0;
+  // Counters are stored as the upstream reported them when readable (SPEC 4.1 rule 10); an
+  // unreadable one has already failed billing and is stored as 0, so the record stays valid.
+  const prompt = readOptionalCount(u?.prompt_tokens) ?? 0;
+  const completion = readOptionalCount(u?.completion_tokens) ?? 0;
+  const cached = readOptionalCount(u?.prompt_tokens_details?.cached_tokens) ?? 0;
   const priced = c.pricing
     ? pricingFields(c.pricing)
     : { cost_lines: [], total_cost_usd: '0', billing: { status: 'priced' as const, rate_card_id: null } };
@@ -63,9 +66,9 @@ export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft;
   const usage: RequestUsage = {
     prompt_tokens: prompt,
     completion_tokens: completion,
-    total_tokens: u?.total_tokens ?? prompt + completion,
+    total_tokens: readOptionalCount(u?.total_tokens) ?? prompt + completion,
     cache_read_tokens: cached,
-    cache_write_tokens: u?.prompt_tokens_details?.cache_write_tokens ?? 0,
+    cache_write_tokens: readOptionalCount(u?.prompt_tokens_details?.cache_write_tokens) ?? 0,
     ...attribution,
     input_image_tokens: null,
     output_image_tokens: null,
