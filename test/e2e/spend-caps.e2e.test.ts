@@ -122,6 +122,13 @@ describe('spend caps', () => {
     expect((alt.error as { error: { message: string } }).error.message).toMatch(/monthly spend cap/);
     expect(fake.requests.length).toBe(upstreamCalls);
 
+    // Token counting spends nothing: a capped key may still count.
+    const counted = await anthropic(capped.api_key).messages.countTokens({
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    expect(counted.input_tokens).toBeGreaterThan(0);
+
     // Another key of the same project has no cap and is served.
     await chat(gw.boot.api_key);
     expect(fake.requests.length).toBe(upstreamCalls + 1);

@@ -30,6 +30,7 @@ export const serveCountTokens = async (
     capability: 'chat',
     operation: 'token counting',
     route: (candidates) => routeRules(canonical, candidates),
+    free: true,
   });
   if (!admitted.ok) return admitted.reply;
   const { completed } = scope;

@@ -184,6 +184,8 @@ export const admit = (
     capability: Capability | readonly Capability[];
     operation: string;
     route?: RouteRule;
+    /** A zero-rated operation (token counting) spends nothing, so a cap does not refuse it. */
+    free?: boolean;
   },
 ): { ok: true; candidates: RegistryEndpoint[] } | { ok: false; reply: FastifyReply } => {
   const wait = deps.rateLimiter.take(scope.key.apiKeyId);
@@ -196,7 +198,7 @@ export const admit = (
       ),
     };
   }
-  const capped = deps.spendCaps?.refusal(scope.key);
+  const capped = options.free ? null : deps.spendCaps?.refusal(scope.key);
   if (capped) return { ok: false, reply: scope.fail(capped) };
   const selected = selectCandidates(scope.registry, options.model, {
     capability: options.capability,
