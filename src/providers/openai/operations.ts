@@ -18,13 +18,17 @@ import {
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
 
-const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-
-/** Embeddings usage `{prompt_tokens, total_tokens}`: input only. */
+/**
+ * Embeddings usage `{prompt_tokens, total_tokens}`: input only, values passed as sent like chat's
+ * usage, so the pricing engine judges them (SPEC 4.1 rule 10) rather than pricing a bad count as 0.
+ */
 export const embeddingsUsage = (u: unknown): Usage | null => {
   if (!isRecord(u)) return null;
-  const prompt = count(u.prompt_tokens);
-  return { prompt_tokens: prompt, completion_tokens: 0, total_tokens: count(u.total_tokens) || prompt };
+  return {
+    prompt_tokens: u.prompt_tokens as number,
+    completion_tokens: 0,
+    total_tokens: (u.total_tokens ?? u.prompt_tokens) as number,
+  };
 };
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseResponsesBody } from '../../edges/http/gateway/json-bodies.js';
+import { parseEmbeddingsBody, parseResponsesBody } from '../../edges/http/gateway/json-bodies.js';
 import { pricingUsageOf } from '../../gateway/metering.js';
 import { priceUsage } from '../../gateway/pricing/index.js';
 import { TEXT_CARD } from '../../gateway/pricing/pricing.fixtures.js';
@@ -74,5 +74,26 @@ describe('responses usage reaches pricing raw (SPEC 4.1 rule 10: judged there, n
       completion_tokens: '3',
       completion_tokens_details: { reasoning_tokens: '1' },
     });
+  });
+});
+
+describe('embeddings usage reaches pricing raw (SPEC 4.1 rule 10: judged there, never a silent 0)', () => {
+  const request = parseEmbeddingsBody({ model: 'text-embedding-3-small', input: 'x' });
+  const priced = (usage: Record<string, unknown>) =>
+    priceUsage(TEXT_CARD, pricingUsageOf('embeddings', embeddingsUsage(usage)!, request, undefined));
+
+  it.each([
+    ['null', null],
+    ['a digit string', '100'],
+    ['a fraction', 2.5],
+  ])('prompt_tokens %s fails billing instead of pricing the input at 0', (_name, input) => {
+    expect(priced({ prompt_tokens: input, total_tokens: 100 })).toMatchObject({
+      billing_status: 'failed',
+      billing_reason: 'invalid_usage',
+    });
+  });
+
+  it('a readable count is priced', () => {
+    expect(priced({ prompt_tokens: 100, total_tokens: 100 })).toMatchObject({ billing_status: 'priced' });
   });
 });
