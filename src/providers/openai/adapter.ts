@@ -5,7 +5,7 @@ import type {
   ChatMessage,
   Usage,
 } from '../../gateway/contract.js';
-import { callUpstream, failureFromStatus, readCapped, sseEvents, type UpstreamResponse } from '../http.js';
+import { callUpstream, failureFromStatus, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptOutcome,
   type AttemptTarget,
@@ -13,7 +13,7 @@ import {
   type ProviderAdapter,
   StreamFailure,
 } from '../provider.js';
-import { embeddingsReply, jsonOperationOutcome, responsesReply } from './operations.js';
+import { embeddingsReply, jsonOperationOutcome, readJsonBody, responsesReply } from './operations.js';
 
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -108,44 +108,8 @@ export const openAiShapedOutcome = async (
   if (response.statusCode !== 200)
     return { ok: false, failure: await failureFromStatus(response, limits.maxErrorMessageBytes) };
   if (stream) return { ok: true, stream: streamChunks(response, limits.maxResponseBytes) };
-  let read: { bytes: Buffer; over: boolean };
-  try {
-    read = await readCapped(response.body, limits.maxResponseBytes);
-  } catch {
-    return {
-      ok: false,
-      failure: {
-        kind: 'UpstreamError',
-        message: 'upstream reply read failed',
-        retryable: true,
-        fallback: true,
-      },
-    };
-  }
-  if (read.over) {
-    return {
-      ok: false,
-      failure: {
-        kind: 'ResponseTooLarge',
-        message: `upstream reply exceeded ${limits.maxResponseBytes} bytes`,
-        retryable: false,
-        fallback: true,
-      },
-    };
-  }
-  try {
-    return { ok: true, reply: replyOf(JSON.parse(read.bytes.toString('utf8')) as Record<string, unknown>) };
-  } catch {
-    return {
-      ok: false,
-      failure: {
-        kind: 'UpstreamError',
-        message: 'upstream reply was not JSON',
-        retryable: true,
-        fallback: true,
-      },
-    };
-  }
+  const read = await readJsonBody(response, limits);
+  return read.ok ? { ok: true, reply: replyOf(read.json) } : read;
 };
 
 /** One POST to `{base}/{path}` with the connection's bearer key and the request id. */
