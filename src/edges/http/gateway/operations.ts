@@ -11,7 +11,6 @@ import {
   type JsonOperation,
   type JsonReply,
   type RelayedEvent,
-  StreamFailure,
   unsupportedOperation,
 } from '../../../providers/provider.js';
 import { primaryDialect } from './dialect.js';
@@ -26,6 +25,7 @@ import {
   openEventStream,
   openRequest,
   priceServed,
+  relayCommitted,
   sendJson,
 } from './serve.js';
 
@@ -167,26 +167,13 @@ export const serveJsonOperation = async (
     if (e.failure) streamError = new ServiceError('upstream_stream_error', e.failure);
     await write(frameOf(e));
   };
-  try {
-    if (result.first) await relay(result.first);
-    for (;;) {
-      if (res.destroyed) break;
-      const next = await result.rest!.next();
-      if (next.done) break;
-      await relay(next.value);
+  const failed = await relayCommitted(result, res, abort, relay, release);
+  if (failed) {
+    streamError = failed;
+    if (!res.destroyed) {
+      await write(errorFrame(failed, requestId));
+      await write(DONE_FRAME);
     }
-  } catch (err) {
-    if (!abort.signal.aborted) {
-      const message = err instanceof StreamFailure ? err.message : 'upstream stream failed';
-      streamError = new ServiceError('upstream_stream_error', message);
-      if (!res.destroyed) {
-        await write(errorFrame(streamError, requestId));
-        await write(DONE_FRAME);
-      }
-    }
-  } finally {
-    release();
-    if (res.destroyed) await result.rest!.return?.();
   }
   if (!res.destroyed) res.end();
   price(usage, serviceTier, text);

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Adapter, Capability } from '../../../commands/registry/events.js';
 import type { ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
@@ -348,6 +349,38 @@ export const dispatch = async <R = CanonicalReply, C = CanonicalChunk>(
   return { ok: false, reply: scope.fail(failureError(result.attempts, result.failures)) };
 };
 
+/**
+ * Relays a committed stream (its first item, then the rest) until the upstream ends or the client
+ * leaves, then releases it. Returns the failure that ends the stream in band (a read failure, an
+ * in-band error, the size cap: SPEC 4.1 rule 5), or undefined; a client that went away is not one,
+ * and its partial usage is still priced by the caller.
+ */
+export const relayCommitted = async <C>(
+  result: { first?: C; rest?: AsyncIterator<C> },
+  res: ServerResponse,
+  abort: AbortController,
+  relay: (item: C) => Promise<void>,
+  release: () => void,
+): Promise<ServiceError | undefined> => {
+  try {
+    if (result.first) await relay(result.first);
+    for (;;) {
+      if (res.destroyed) break;
+      const next = await result.rest!.next();
+      if (next.done) break;
+      await relay(next.value);
+    }
+    return undefined;
+  } catch (err) {
+    if (abort.signal.aborted) return undefined;
+    const message = err instanceof StreamFailure ? err.message : 'upstream stream failed';
+    return new ServiceError('upstream_stream_error', message);
+  } finally {
+    release();
+    if (res.destroyed) await result.rest!.return?.();
+  }
+};
+
 /** A buffered JSON answer: time to first byte is the whole reply, then the record. */
 export const sendJson = (scope: RequestScope, reply: FastifyReply, text: string): FastifyReply => {
   scope.completed.ttfbMs = Date.now() - scope.startedAt.getTime();
@@ -453,7 +486,6 @@ export const serveCompletion = async (
   // Everything the client was sent, for pricing a stream that ended without its usage report.
   let text = '';
   const toolCalls = new Map<number, string>();
-  let streamError: ServiceError | undefined;
   const relay = async (chunk: CanonicalChunk) => {
     if (completed.ttfbMs === null) completed.ttfbMs = Date.now() - startedAt.getTime();
     if (chunk.usage) usage = chunk.usage;
@@ -468,25 +500,8 @@ export const serveCompletion = async (
     }
     await write(renderer.chunk(chunk));
   };
-  try {
-    if (result.first) await relay(result.first);
-    for (;;) {
-      if (res.destroyed) break;
-      const next = await result.rest!.next();
-      if (next.done) break;
-      await relay(next.value);
-    }
-  } catch (err) {
-    // A client that went away is not an upstream failure; the partial usage is still priced.
-    if (!abort.signal.aborted) {
-      const message = err instanceof StreamFailure ? err.message : 'upstream stream failed';
-      streamError = new ServiceError('upstream_stream_error', message);
-      if (!res.destroyed) await write(renderer.error(streamError));
-    }
-  } finally {
-    release();
-    if (res.destroyed) await result.rest!.return?.();
-  }
+  const streamError = await relayCommitted(result, res, abort, relay, release);
+  if (streamError && !res.destroyed) await write(renderer.error(streamError));
   if (!res.destroyed && !streamError) await write(renderer.end(usage));
   if (!res.destroyed) res.end();
   for (const name of toolCalls.values()) completed.toolSummary[name] = (completed.toolSummary[name] ?? 0) + 1;
