@@ -119,6 +119,10 @@ export const configSchema = z.object({
   SVC_GATEWAY_SPEND_CAP_REFRESH_MS: positiveInt.default(5_000),
   /** host:port of a QueryService for spend caps when the query role does not run in the gateway's process. */
   SVC_GATEWAY_QUERY_GRPC_ENDPOINT: optionalString,
+  /** Query API (SPEC 4.5, 8): the export row cap (400 above it), and the live stream's poll and heartbeat. */
+  SVC_QUERY_EXPORT_MAX_ROWS: positiveInt.default(100_000),
+  SVC_QUERY_LIVE_POLL_MS: positiveInt.default(1_000),
+  SVC_QUERY_LIVE_HEARTBEAT_MS: positiveInt.default(15_000),
   SVC_BILLING_QUARANTINE_MIN_FAILURES: positiveInt.default(10),
   SVC_BILLING_QUARANTINE_MIN_RATIO_BPS: nonNegativeInt.max(10_000).default(100),
   SVC_BILLING_QUARANTINE_WINDOW_MINUTES: positiveInt.default(60),

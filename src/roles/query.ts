@@ -4,11 +4,6 @@ import { addQueryService } from '../edges/grpc/query.js';
 import { registerQueryRoutes } from '../edges/http/query/routes.js';
 import type { Role, RoleContext } from './role.js';
 
-const envInt = (name: string, fallback: number): number => {
-  const n = Number(process.env[name]);
-  return Number.isInteger(n) && n > 0 ? n : fallback;
-};
-
 /** SPEC 4.5 query HTTP API and 4.8 QueryService over the analytics store, read models and objects. */
 export const queryRole = (ctx: RoleContext): Role => {
   const analytics = ctx.analytics;
@@ -24,10 +19,10 @@ export const queryRole = (ctx: RoleContext): Role => {
         analytics,
         objects: ctx.objects,
         pool: ctx.pool,
-        maxExportRows: envInt('SVC_QUERY_EXPORT_MAX_ROWS', 100_000),
+        maxExportRows: ctx.config.SVC_QUERY_EXPORT_MAX_ROWS,
         maxExportDays: 366,
-        livePollMs: envInt('SVC_QUERY_LIVE_POLL_MS', 1_000),
-        liveHeartbeatMs: envInt('SVC_QUERY_LIVE_HEARTBEAT_MS', 15_000),
+        livePollMs: ctx.config.SVC_QUERY_LIVE_POLL_MS,
+        liveHeartbeatMs: ctx.config.SVC_QUERY_LIVE_HEARTBEAT_MS,
       }),
     grpc: (server) => addQueryService(server, analytics, ctx.adminToken),
   };
