@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeAzure, startFakeAzure } from '../fakes/azure-openai.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { completedEnvelope } from '../helpers/request-envelopes.js';
 import { selfSignedCertificate } from '../helpers/test-tls.js';
 
@@ -69,26 +69,16 @@ beforeAll(async () => {
   await upsert('embed-large', 'text-embedding-3-large', 'embeddings');
   await upsert('chat-only', 'gpt-4o-mini', 'chat');
   await upsert('gpt-4o', 'gpt-4o', 'chat,streaming');
-  await gw.svc([
-    'connections',
-    'create',
-    '--project',
-    gw.boot.project_id,
-    '--provider',
-    'azure',
-    '--name',
-    'primary',
-    '--secret',
-    KEY,
-    '--base-url',
-    fake.url,
-    '--metadata',
-    JSON.stringify({
+  await connect(gw, {
+    provider: 'azure',
+    secret: KEY,
+    baseUrl: fake.url,
+    metadata: {
       resource: 'myres',
       api_version: API_VERSION,
       deployments: { 'embed-small': 'emb-prod', 'gpt-4o': 'gpt4o-prod' },
-    }),
-  ]);
+    },
+  });
   client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
   await eventually(
     async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeAzure, startFakeAzure } from '../fakes/azure-openai.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { runSvc } from '../helpers/svc-process.js';
 
 // Issue 9 with the real `openai` SDK against `svc serve` and a fake Azure resource: chat through a
@@ -63,27 +63,17 @@ beforeAll(async () => {
       '0.00001',
     ]);
   }
-  const conn = await gw.svc([
-    'connections',
-    'create',
-    '--project',
-    gw.boot.project_id,
-    '--provider',
-    'azure',
-    '--name',
-    'primary',
-    '--secret',
-    KEY,
-    '--base-url',
-    fake.url,
-    '--metadata',
-    JSON.stringify({
+  const conn = await connect(gw, {
+    provider: 'azure',
+    secret: KEY,
+    baseUrl: fake.url,
+    metadata: {
       resource: 'myres',
       api_version: API_VERSION,
       deployments: { 'gpt-4o': 'gpt4o-prod' },
       project_endpoint: `${fake.url}/api/projects/p1`,
-    }),
-  ]);
+    },
+  });
   connectionId = conn.id as string;
   client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
   await eventually(async () => (await chat('gpt-4o')).status === 200, 5_000, 'gateway snapshots');

@@ -12,7 +12,7 @@ import {
   status,
   toolCalls,
 } from '../fakes/openai-upstream.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
 // Issue 6 "Must show" with the real `openai` SDK against `svc serve` and the fake upstream
 // (SPEC 4.1 rules 1-5, 7.1, 7.3, 7.4).
@@ -82,18 +82,7 @@ beforeAll(async () => {
     '--output-price-per-token',
     '0.000001',
   ]);
-  await gw.svc([
-    'connections',
-    'create',
-    '--project',
-    gw.boot.project_id,
-    '--provider',
-    'openai',
-    '--name',
-    'primary',
-    '--secret',
-    'sk-byok-upstream-key',
-  ]);
+  await connect(gw, { provider: 'openai', secret: 'sk-byok-upstream-key' });
   client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
   // The gateway's snapshots follow the registry and connections within a second.
   await eventually(

@@ -9,7 +9,7 @@ import {
   startFakeOpenAI,
   status,
 } from '../fakes/openai-upstream.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { completedEnvelope } from '../helpers/request-envelopes.js';
 
 // Issues 8 and 9 on the reference provider: POST /v1/embeddings and POST /v1/responses through the
@@ -62,18 +62,7 @@ beforeAll(async () => {
   await upsert('text-embedding-3-small', 'embeddings', '0.00000002', '0.00000002');
   await upsert('gpt-4o', 'chat,streaming,responses', '0.0000025', '0.00001');
   await upsert('gpt-4o-mini', 'chat,streaming', '0.00000015', '0.0000006');
-  await gw.svc([
-    'connections',
-    'create',
-    '--project',
-    gw.boot.project_id,
-    '--provider',
-    'openai',
-    '--name',
-    'primary',
-    '--secret',
-    'sk-x',
-  ]);
+  await connect(gw, { provider: 'openai', secret: 'sk-x' });
   client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
   await eventually(
     async () =>
@@ -402,18 +391,7 @@ describe('providers without the operation', () => {
       '--output-price-per-token',
       '0.000015',
     ]);
-    await gw.svc([
-      'connections',
-      'create',
-      '--project',
-      gw.boot.project_id,
-      '--provider',
-      'anthropic',
-      '--name',
-      'primary',
-      '--secret',
-      'sk-ant-x',
-    ]);
+    await connect(gw, { provider: 'anthropic', secret: 'sk-ant-x' });
     await eventually(
       async () => (await post('/responses', { model: 'claude-x', input: 'x' })).status === 400,
       10_000,

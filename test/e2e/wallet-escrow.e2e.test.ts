@@ -10,7 +10,7 @@ import { PostgresEscrow } from '../../src/wallet/escrow.js';
 import { replayLedger } from '../../src/wallet/replay.js';
 import { createSettlement } from '../../src/wallet/settlement.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
 // Issue 10 "Must show": a wallet funded for exactly 50 holds meets 200 concurrent requests through
 // the real gateway on a platform key. At most 50 are served, the rest get 402 in the caller's
@@ -112,20 +112,12 @@ beforeAll(async () => {
     'Byok Project',
   ]);
   byokKey = byok.api_key as string;
-  await gw.svc([
-    'connections',
-    'create',
-    '--project',
-    byok.project_id as string,
-    '--provider',
-    'openai',
-    '--name',
-    'primary',
-    '--secret',
-    'sk-byok-key',
-    '--base-url',
-    fake.url,
-  ]);
+  await connect(gw, {
+    provider: 'openai',
+    projectId: byok.project_id as string,
+    secret: 'sk-byok-key',
+    baseUrl: fake.url,
+  });
   // Snapshots loaded: platform traffic reaches the escrow (no wallet yet) and BYOK traffic is served.
   await eventually(
     async () => (await chat(gw.boot.api_key)).status === 402 && (await chat(byokKey)).status === 200,

@@ -1,6 +1,6 @@
 /** Wiring the fake Anthropic upstream (and the fake OpenAI one) into a running gateway for e2e tests. */
 import type { RequestCompleted } from '../../src/events/envelopes/request-completed.js';
-import { eventually, type GatewayEnv } from '../helpers/gateway-env.js';
+import { connect as connectPrimary, eventually, type GatewayEnv } from '../helpers/gateway-env.js';
 
 /** Registers a messages-style lane on the fake upstream through the operator CLI. */
 export const upsertAnthropic = (
@@ -53,18 +53,7 @@ export const upsertOpenAi = (gw: GatewayEnv, model: string, baseUrl: string) =>
   ]);
 
 export const connect = (gw: GatewayEnv, provider: string, secret: string) =>
-  gw.svc([
-    'connections',
-    'create',
-    '--project',
-    gw.boot.project_id,
-    '--provider',
-    provider,
-    '--name',
-    'primary',
-    '--secret',
-    secret,
-  ]);
+  connectPrimary(gw, { provider, secret });
 
 /** The request.completed envelopes of the given request ids, read from the bus like ingest would. */
 export const envelopesOf = async (

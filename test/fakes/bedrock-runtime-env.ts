@@ -1,5 +1,10 @@
 import OpenAI from 'openai';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import {
+  connect as connectPrimary,
+  eventually,
+  type GatewayEnv,
+  startGatewayEnv,
+} from '../helpers/gateway-env.js';
 import { type FakeBedrock, startFakeBedrock } from './bedrock-runtime.js';
 
 /**
@@ -65,22 +70,13 @@ export const startBedrockGateway = async (env: Record<string, string> = {}): Pro
     ]);
   }
   const connect = (projectId: string, secret: { access_key_id: string; secret_access_key: string }) =>
-    gw.svc([
-      'connections',
-      'create',
-      '--project',
+    connectPrimary(gw, {
+      provider: 'bedrock',
       projectId,
-      '--provider',
-      'bedrock',
-      '--name',
-      'primary',
-      '--secret',
-      JSON.stringify(secret),
-      '--metadata',
-      JSON.stringify({ region: fake.region }),
-      '--base-url',
-      fake.url,
-    ]);
+      secret: JSON.stringify(secret),
+      metadata: { region: fake.region },
+      baseUrl: fake.url,
+    });
   await connect(gw.boot.project_id, {
     access_key_id: fake.credentials.accessKeyId,
     secret_access_key: fake.credentials.secretAccessKey,

@@ -110,16 +110,34 @@ export const addOpenAiEndpoint = async (
     options.output ?? '0.000002',
   ]);
   if (options.connection === false) return;
-  await gw.svc([
+  await connect(gw, { provider: 'openai', secret: 'sk-x' });
+};
+
+/**
+ * Creates the project's BYOK connection named `primary` for a provider (`svc connections create`):
+ * the gateway's own project unless told otherwise, with an optional origin and metadata.
+ */
+export const connect = (
+  gw: GatewayEnv,
+  options: {
+    provider: string;
+    secret: string;
+    projectId?: string;
+    baseUrl?: string;
+    metadata?: Record<string, unknown>;
+  },
+): Promise<Record<string, unknown>> =>
+  gw.svc([
     'connections',
     'create',
     '--project',
-    gw.boot.project_id,
+    options.projectId ?? gw.boot.project_id,
     '--provider',
-    'openai',
+    options.provider,
     '--name',
     'primary',
     '--secret',
-    'sk-x',
+    options.secret,
+    ...(options.baseUrl ? ['--base-url', options.baseUrl] : []),
+    ...(options.metadata ? ['--metadata', JSON.stringify(options.metadata)] : []),
   ]);
-};
