@@ -1,5 +1,5 @@
 import { Transform } from 'node:stream';
-import type { FastifyRequest, preParsingAsyncHookHandler } from 'fastify';
+import type { FastifyRequest, preParsingHookHandler } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -13,21 +13,23 @@ declare module 'fastify' {
  * already refuses a body of any other length, so the header is the count and the stream is left
  * alone; without one (Transfer-Encoding: chunked) the stream is counted as it is read.
  */
-export const countReceivedBytes: preParsingAsyncHookHandler = async (request, _reply, payload) => {
+export const countReceivedBytes: preParsingHookHandler = (request, _reply, payload, done) => {
+  // Callback style: an async hook costs a promise on every request of the hot path.
   const declared = request.headers['content-length'];
   if (declared !== undefined) {
     request.receivedBytes = Number(declared);
-    return payload;
+    done(null, payload);
+    return;
   }
   request.receivedBytes = 0;
   const counted = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
+    transform(chunk: Buffer, _encoding, next) {
       request.receivedBytes! += chunk.length;
-      done(null, chunk);
+      next(null, chunk);
     },
   });
   payload.on('error', (err) => counted.destroy(err));
-  return payload.pipe(counted);
+  done(null, payload.pipe(counted));
 };
 
 /** The request body's size in bytes as received: the escrow and usage estimates are made from it (SPEC 8). */
