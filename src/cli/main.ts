@@ -1,14 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../lib/version.js';
-import { registerAuthCommands } from './commands/auth.js';
-import { registerCatalogCommands } from './commands/catalog.js';
-import { registerDatabaseCommands } from './commands/database.js';
-import { registerDlqCommands } from './commands/dlq.js';
-import { registerRegistryCommands } from './commands/registry.js';
-import { registerServe } from './commands/serve.js';
-import { registerSpendCapCommands } from './commands/spend-caps.js';
-import { registerTenancyCommands } from './commands/tenancy.js';
-import { registerWalletCommands } from './commands/wallet.js';
+import { registerCommands } from './commands/index.js';
 import { fail } from './output.js';
 
 const program = new Command('svc')
@@ -17,15 +9,7 @@ const program = new Command('svc')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-registerServe(program);
-registerDatabaseCommands(program);
-registerDlqCommands(program);
-registerRegistryCommands(program);
-registerCatalogCommands(program);
-registerTenancyCommands(program);
-registerSpendCapCommands(program);
-registerWalletCommands(program);
-registerAuthCommands(program);
+await registerCommands(program, process.argv.slice(2));
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,42 @@
+import type { Command } from 'commander';
+
+/**
+ * Every command module, with the top-level command names it registers. `svc <name>` loads only
+ * the module that owns <name>, so `svc serve` does not load the wallet's payment client, the
+ * catalog collectors or the job runner only to leave them unused (about 15 MB of a gateway's
+ * start-up RSS, issue 6); anything else (`svc --help`, a typo) loads them all.
+ * `commands.unit.test.ts` holds each entry to what its module really registers.
+ */
+export const COMMAND_MODULES: readonly {
+  names: readonly string[];
+  load: () => Promise<(program: Command) => void>;
+}[] = [
+  { names: ['serve'], load: async () => (await import('./serve.js')).registerServe },
+  {
+    names: ['config', 'migrate', 'projections', 'replay'],
+    load: async () => (await import('./database.js')).registerDatabaseCommands,
+  },
+  { names: ['dlq'], load: async () => (await import('./dlq.js')).registerDlqCommands },
+  {
+    names: ['registry', 'models'],
+    load: async () => (await import('./registry.js')).registerRegistryCommands,
+  },
+  { names: ['catalog'], load: async () => (await import('./catalog.js')).registerCatalogCommands },
+  {
+    names: ['bootstrap', 'keys', 'connections', 'users', 'sessions'],
+    load: async () => (await import('./tenancy.js')).registerTenancyCommands,
+  },
+  { names: ['spend-caps'], load: async () => (await import('./spend-caps.js')).registerSpendCapCommands },
+  { names: ['wallet', 'ledger'], load: async () => (await import('./wallet.js')).registerWalletCommands },
+  { names: ['registration'], load: async () => (await import('./auth.js')).registerAuthCommands },
+];
+
+/** The first argument that is not an option: the command asked for, if any. */
+const commandName = (args: readonly string[]): string | undefined => args.find((a) => !a.startsWith('-'));
+
+/** Registers the module owning the command in `args` (process.argv after node and the script), or every module. */
+export const registerCommands = async (program: Command, args: readonly string[]): Promise<void> => {
+  const name = commandName(args);
+  const owner = COMMAND_MODULES.find((m) => name !== undefined && m.names.includes(name));
+  for (const m of owner ? [owner] : COMMAND_MODULES) (await m.load())(program);
+};
