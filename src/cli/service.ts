@@ -31,7 +31,7 @@ export interface RunningService {
 }
 
 /** Roles that read or write analytics rows and stored objects; a lean gateway opens neither. */
-const DATA_ROLES: readonly RoleName[] = ['ingest', 'query', 'trace-ingest', 'audit'];
+export const DATA_ROLES: readonly RoleName[] = ['ingest', 'query', 'trace-ingest', 'audit'];
 
 export const parseRoles = (value: string | undefined): RoleName[] => {
   if (!value || value === 'all') return [...ROLE_NAMES];

@@ -24,4 +24,11 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect(String((error as Error).message)).toContain('SVC_QUERY_EXPORT_MAX_ROWS');
   });
+
+  it('chooses the serving heap by roles unless told (issue 6: RSS)', () => {
+    expect(loadConfig({}).SVC_HEAP).toBe('auto');
+    expect(loadConfig({ SVC_HEAP: 'lean' }).SVC_HEAP).toBe('lean');
+    expect(loadConfig({ SVC_HEAP: 'v8' }).SVC_HEAP).toBe('v8');
+    expect(() => loadConfig({ SVC_HEAP: 'small' })).toThrow(/SVC_HEAP/);
+  });
 });

@@ -1,9 +1,23 @@
 import { relative } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import type { Command } from 'commander';
-import { redactUrl } from '../../config/config.js';
+import { type Config, redactUrl } from '../../config/config.js';
+import type { RoleName } from '../../roles/role.js';
 import { emit } from '../output.js';
 import { readConfig } from '../runtime.js';
-import { parseRoles, type RunningService, startService } from '../service.js';
+import { DATA_ROLES, parseRoles, type RunningService, startService } from '../service.js';
+
+/**
+ * SVC_HEAP=lean, and `auto` in a process without data roles (a gateway). V8 reads the factor at every full collection, so setting it before the roles
+ * allocate takes effect. Measured with bench/gateway: RSS after load 149 MB instead of 204 MB, at
+ * the same throughput. Keeping the young generation small as well (--semi-space-growth-factor=1)
+ * gave 111 MB but cost a quarter of the throughput in scavenges, so it is not done. Ingest holds
+ * whole batches: there the factor cost about 6 % of bench/ingest's rate, so `auto` leaves it out.
+ */
+export const LEAN_HEAP_FLAGS = ['--heap-growing-percent=25'] as const;
+
+export const leanHeap = (setting: Config['SVC_HEAP'], roles: readonly RoleName[]): boolean =>
+  setting === 'lean' || (setting === 'auto' && !roles.some((r) => DATA_ROLES.includes(r)));
 
 const displayPath = (path: string): string => {
   const rel = relative(process.cwd(), path);
@@ -42,7 +56,9 @@ export const registerServe = (program: Command): void => {
     .option('--json', 'print the start-up summary as JSON')
     .action(async (opts: { roles?: string; json?: boolean }) => {
       const config = readConfig();
-      const service = await startService(config, { roles: parseRoles(opts.roles) });
+      const roles = parseRoles(opts.roles);
+      if (leanHeap(config.SVC_HEAP, roles)) for (const flag of LEAN_HEAP_FLAGS) setFlagsFromString(flag);
+      const service = await startService(config, { roles });
       emit(
         opts.json,
         {

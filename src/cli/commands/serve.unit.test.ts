@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { leanHeap } from './serve.js';
+
+// Issue 6 (RSS under 150 MB): a gateway-only process bounds its heap growth; a process that also
+// ingests keeps V8's heuristics under `auto`, where the bound cost throughput.
+describe('SVC_HEAP', () => {
+  it('is lean for a gateway under auto, and not once a data role runs', () => {
+    expect(leanHeap('auto', ['gateway'])).toBe(true);
+    expect(leanHeap('auto', ['gateway', 'control-plane', 'projector'])).toBe(true);
+    expect(leanHeap('auto', ['gateway', 'ingest'])).toBe(false);
+    expect(leanHeap('auto', ['query'])).toBe(false);
+  });
+
+  it('obeys lean and v8 whatever the roles', () => {
+    expect(leanHeap('lean', ['ingest'])).toBe(true);
+    expect(leanHeap('v8', ['gateway'])).toBe(false);
+  });
+});
