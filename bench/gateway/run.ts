@@ -12,6 +12,8 @@
  *                             (SVC_TEST_NATS_URL) instead of the Postgres-table bus,
  *                           BENCH_GATEWAY_FROM=src runs the gateway through tsx,
  *                           BENCH_GATEWAY_SKIP_BUILD=1 uses dist/ as it is,
+ *                           BENCH_GATEWAY_JIT_WARMUP seconds of 32-connection load on every
+ *                             target before the runs (default 5),
  *                           BENCH_GATEWAY_ONLY=buffered|streamed, BENCH_GATEWAY_CONNECTIONS=1,32
  *                             narrow the runs,
  *                           BENCH_GATEWAY_CPU_PROF=<dir> writes a CPU profile of the gateway there
@@ -39,6 +41,13 @@ import { type Arrival, frameArrivals, relayVerdict } from './relay.js';
 
 const DURATION = Number(process.env.BENCH_GATEWAY_DURATION ?? 6);
 const WARMUP = 1.5;
+/**
+ * Seconds of 32-connection load on each target and mode before any run is measured. V8 optimizes
+ * a function after enough calls; the gateway's request path spans far more code than the mock's,
+ * and the first run (1 connection, a few hundred requests a second) used to measure it still
+ * interpreted: 2 ms of CPU a request instead of 0.5.
+ */
+const JIT_WARMUP = Number(process.env.BENCH_GATEWAY_JIT_WARMUP ?? 5);
 const ALL_MODES = ['buffered', 'streamed'] as const;
 type Mode = (typeof ALL_MODES)[number];
 const CONNECTIONS = (process.env.BENCH_GATEWAY_CONNECTIONS ?? '1,32,128').split(',').map(Number);
@@ -140,18 +149,17 @@ try {
   const relay = relayVerdict(slowGateway);
 
   const runs: Run[] = [];
+  const targets = (mode: Mode): LoadTarget[] => [
+    { url: directUrl, headers: directHeaders, body: chatBody('bench-upstream', mode) },
+    { url: proxyUrl, headers: directHeaders, body: chatBody('bench-upstream', mode) },
+    { url: gatewayUrl, headers: gatewayHeaders, body: chatBody(gw.model, mode) },
+  ];
+  if (JIT_WARMUP > 0) {
+    for (const mode of MODES) for (const target of targets(mode)) await runLoad(target, 32, JIT_WARMUP);
+    console.log(`warmed every target up with ${JIT_WARMUP} s of 32-connection load per mode`);
+  }
   for (const mode of MODES) {
-    const direct: LoadTarget = {
-      url: directUrl,
-      headers: directHeaders,
-      body: chatBody('bench-upstream', mode),
-    };
-    const proxy: LoadTarget = {
-      url: proxyUrl,
-      headers: directHeaders,
-      body: chatBody('bench-upstream', mode),
-    };
-    const gateway: LoadTarget = { url: gatewayUrl, headers: gatewayHeaders, body: chatBody(gw.model, mode) };
+    const [direct, proxy, gateway] = targets(mode) as [LoadTarget, LoadTarget, LoadTarget];
     for (const connections of CONNECTIONS) {
       const measure = async (target: LoadTarget, pid: number | null) => {
         await runLoad(target, connections, WARMUP);
@@ -185,7 +193,7 @@ try {
   const after = await gatewayMetrics(gw.httpUrl);
 
   printGrid(
-    `bench/gateway: ${DURATION} s per run after ${WARMUP} s warm-up; latency in ms to the last byte; mock ${mock.where.startsWith('child') ? 'in a child process' : 'in-process'}; gateway from ${gw.from}; load average (1 min) ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after; gw CPU % of one core`,
+    `bench/gateway: ${DURATION} s per run after ${WARMUP} s warm-up (and ${JIT_WARMUP} s at 32 connections per target and mode before the first); latency in ms to the last byte; mock ${mock.where.startsWith('child') ? 'in a child process' : 'in-process'}; gateway from ${gw.from}; load average (1 min) ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after; gw CPU % of one core`,
     [
       'mode',
       'conns',
