@@ -24,8 +24,16 @@ export interface RequestRecordPublisherOptions {
   dataDir: string;
   /** Batches published at the same time on the live path. */
   concurrency?: number;
-  /** Records in one live batch at most; a partial batch goes on the next event-loop turn. */
+  /** Records in one live batch at most; a partial batch goes after `lingerMs`. */
   maxBatchRecords?: number;
+  /**
+   * How long a partial batch waits for more records (0: the next event-loop turn). A publish is a
+   * socket write, and a write costs 50-100 µs of CPU on this machine: at the default 5 ms a gateway
+   * at 1,000 requests/s publishes one batch of about 5 instead of 5 batches of 1, and the wait
+   * stays far below the bus's own latency. Records are never held past it, and flush and close
+   * do not wait for it.
+   */
+  lingerMs?: number;
   /** Bytes in one live batch at most (a larger single record still goes, alone). */
   maxBatchBytes?: number;
   /** Past either bound, new records are spooled instead of held in memory. */
@@ -85,6 +93,7 @@ export class RequestRecordPublisher {
   private readonly concurrency: number;
   private readonly maxBatchRecords: number;
   private readonly maxBatchBytes: number;
+  private readonly lingerMs: number;
   private pumpScheduled = false;
   private readonly maxQueuedRecords: number;
   private readonly maxQueuedBytes: number;
@@ -98,6 +107,7 @@ export class RequestRecordPublisher {
     this.concurrency = options.concurrency ?? 4;
     this.maxBatchRecords = Math.max(1, options.maxBatchRecords ?? 256);
     this.maxBatchBytes = options.maxBatchBytes ?? 4 * 1024 * 1024;
+    this.lingerMs = options.lingerMs ?? 5;
     this.maxQueuedRecords = options.maxQueuedRecords ?? 10_000;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
     this.drainer = new SpoolDrainer(
@@ -144,14 +154,16 @@ export class RequestRecordPublisher {
     else this.pumpSoon();
   }
 
-  /** Lets the rest of this event-loop turn add to the batch. */
+  /** Lets the records of the next `lingerMs` (or of the rest of this turn) join the batch. */
   private pumpSoon(): void {
     if (this.pumpScheduled) return;
     this.pumpScheduled = true;
-    setImmediate(() => {
+    const go = () => {
       this.pumpScheduled = false;
       this.pump();
-    });
+    };
+    if (this.lingerMs > 0) setTimeout(go, this.lingerMs).unref();
+    else setImmediate(go);
   }
 
   pending(): number {

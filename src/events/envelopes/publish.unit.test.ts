@@ -99,6 +99,36 @@ describe('RequestRecordPublisher', () => {
     expect(publisher.stats()).toMatchObject({ published: 600, spooled: 0, pending: 0 });
   });
 
+  it('lets a partial batch wait lingerMs for more records, one publish for requests of several turns', async () => {
+    const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const bus = new ScriptedBus();
+    const lingering = await open(bus, { lingerMs: 40 });
+    lingering.record(sampleDraft({ request_id: 'a' }));
+    await nextTurn();
+    lingering.record(sampleDraft({ request_id: 'b' }));
+    await nextTurn();
+    lingering.record(sampleDraft({ request_id: 'c' }));
+    expect(bus.batches).toEqual([]);
+    await waitFor(() => bus.batches.length > 0, 2_000);
+    expect(bus.batches).toEqual([3]);
+
+    const eager = new ScriptedBus();
+    const immediate = await open(eager, { lingerMs: 0 });
+    immediate.record(sampleDraft({ request_id: 'd' }));
+    await nextTurn();
+    immediate.record(sampleDraft({ request_id: 'e' }));
+    await immediate.flush();
+    expect(eager.batches).toEqual([1, 1]);
+  });
+
+  it('flush does not wait out the linger', async () => {
+    const bus = new ScriptedBus();
+    const publisher = await open(bus, { lingerMs: 60_000 });
+    publisher.record(sampleDraft({ request_id: 'a' }));
+    await publisher.flush();
+    expect(bus.envelopeIds()).toEqual(['a']);
+  });
+
   it('keeps a batch within its byte bound, a larger record going alone', async () => {
     const bus = new ScriptedBus();
     // Room for two plain records, not for three, nor for the one with a body.
