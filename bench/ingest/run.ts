@@ -18,7 +18,7 @@
  * two-core development machine; pass --count 100000 for the issue's figure.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,12 +59,38 @@ const BENCH_CONSUMER = 'bench_ingest';
 const INGEST_FILTER = 'svc.requests.>';
 const suffix = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
+/**
+ * CPU seconds used so far by each thread of this process, from /proc: the main thread under
+ * 'main', the others under their names (V8's GC and compiler workers, libuv, chdb's engine pools).
+ */
+const threadCpu = async (): Promise<Map<string, number>> => {
+  const byName = new Map<string, number>();
+  for (const tid of await readdir('/proc/self/task')) {
+    const stat = await readFile(`/proc/self/task/${tid}/stat`, 'utf8').catch(() => '');
+    if (!stat) continue;
+    const name =
+      tid === String(process.pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    byName.set(name, (byName.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+  }
+  return byName;
+};
+
+/** CPU seconds by thread name between two readings, largest first. */
+const cpuSince = (before: Map<string, number>, after: Map<string, number>): [string, number][] =>
+  [...after]
+    .map(([name, s]): [string, number] => [name, s - (before.get(name) ?? 0)])
+    .filter(([, s]) => s > 0)
+    .sort((a, b) => b[1] - a[1]);
+
 interface Outcome {
   adapter: string;
   publishSeconds: number;
   ingestSeconds: number;
   /** CPU time of this process (every thread, chdb's included) during the ingest phase. */
   cpuSeconds: number;
+  /** The same by thread name: 'main' is the consumer's own JavaScript. */
+  threads: [string, number][];
   stats: IngestStats;
   suppressed: number;
   deadLetters: number;
@@ -163,6 +189,7 @@ const measure = async (
   const stopProfile = profileIngest(bus.adapter);
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
+  const threadsBefore = await threadCpu();
   await consumer.start();
   // The consumer's own count first: it commits a request only after reading its rows back, and
   // polling the engine meanwhile would queue behind the inserts on the one chdb worker (a plain
@@ -172,6 +199,7 @@ const measure = async (
   const ingestSeconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  const threads = cpuSince(threadsBefore, await threadCpu());
   await stopProfile();
   process.stdout.write(`${ingestSeconds.toFixed(1)} s\n`);
   await consumer.stop();
@@ -182,6 +210,7 @@ const measure = async (
     publishSeconds,
     ingestSeconds,
     cpuSeconds,
+    threads,
     stats: consumer.stats(),
     suppressed: await metric('svc_ingest_clickhouse_suppressed_writes_total'),
     packs: await metric('svc_ingest_body_packs_total'),
@@ -274,6 +303,13 @@ const rows: BenchRow[] = outcomes.flatMap((o) => {
     {
       metric: `${o.adapter}: CPU of the ingest process (all threads) per request`,
       measured: `${o.cpuSeconds.toFixed(1)} s, ${Math.round((o.cpuSeconds * 1e6) / COUNT)} µs`,
+    },
+    {
+      metric: `${o.adapter}: of which by thread (main: the consumer), per request`,
+      measured: o.threads
+        .slice(0, 5)
+        .map(([name, s]) => `${name} ${Math.round((s * 1e6) / COUNT)} µs`)
+        .join(', '),
     },
     {
       metric: `${o.adapter}: flush time in pack / insert / read-back / audit, summed over flushes`,
