@@ -212,9 +212,6 @@ export class RequestRecordPublisher {
   private async shutdown(): Promise<void> {
     this.closing = true;
     const draining = this.drainer.stop();
-    // What lingers in a partial batch goes out now, with the in-flight batches, rather than to the
-    // spool; only what is beyond the in-flight bound, or not out within closeTimeoutMs, is spooled.
-    this.pump();
     for (const q of this.queue.splice(0)) this.toSpool(q.record);
     this.queuedBytes = 0;
     const settled = Promise.allSettled([...this.inFlight].map((f) => f.done));

@@ -129,15 +129,6 @@ describe('RequestRecordPublisher', () => {
     expect(bus.envelopeIds()).toEqual(['a']);
   });
 
-  it('close publishes a lingering batch instead of spooling it', async () => {
-    const bus = new ScriptedBus();
-    const publisher = await open(bus, { lingerMs: 60_000 });
-    publisher.record(sampleDraft({ request_id: 'a' }));
-    await publisher.close();
-    expect(bus.envelopeIds()).toEqual(['a']);
-    expect(await spooledLines()).toEqual([]);
-  });
-
   it('keeps a batch within its byte bound, a larger record going alone', async () => {
     const bus = new ScriptedBus();
     // Room for two plain records, not for three, nor for the one with a body.
