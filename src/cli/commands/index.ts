@@ -31,12 +31,13 @@ export const COMMAND_MODULES: readonly {
   { names: ['registration'], load: async () => (await import('./auth.js')).registerAuthCommands },
 ];
 
-/** The first argument that is not an option: the command asked for, if any. */
-const commandName = (args: readonly string[]): string | undefined => args.find((a) => !a.startsWith('-'));
-
-/** Registers the module owning the command in `args` (process.argv after node and the script), or every module. */
+/**
+ * Registers the module owning the command `args` starts with (process.argv after node and the
+ * script), or every module: after a leading option (`svc --help serve`) the top-level help must
+ * list them all.
+ */
 export const registerCommands = async (program: Command, args: readonly string[]): Promise<void> => {
-  const name = commandName(args);
+  const name = args[0];
   const owner = COMMAND_MODULES.find((m) => name !== undefined && m.names.includes(name));
   for (const m of owner ? [owner] : COMMAND_MODULES) (await m.load())(program);
 };

@@ -28,6 +28,11 @@ describe('svc command table (lazy loading, issue 6)', () => {
     const help = new Command();
     await registerCommands(help, ['--help']);
     expect(names(help)).toEqual(COMMAND_MODULES.flatMap((m) => m.names).sort());
+    for (const args of [['--help', 'serve'], ['-h', 'keys'], []]) {
+      const leading = new Command();
+      await registerCommands(leading, args);
+      expect(names(leading)).toEqual(COMMAND_MODULES.flatMap((m) => m.names).sort());
+    }
     const typo = new Command();
     await registerCommands(typo, ['serv']);
     expect(names(typo)).toHaveLength(COMMAND_MODULES.flatMap((m) => m.names).length);

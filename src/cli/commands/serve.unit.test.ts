@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { leanHeap } from './serve.js';
+import { LEAN_HEAP_FLAGS, leanHeap } from './serve.js';
 
 // Issue 6 (RSS under 150 MB): a gateway-only process bounds its heap growth; a process that also
 // ingests keeps V8's heuristics under `auto`, where the bound cost throughput.
@@ -14,5 +15,12 @@ describe('SVC_HEAP', () => {
   it('obeys lean and v8 whatever the roles', () => {
     expect(leanHeap('lean', ['ingest'])).toBe(true);
     expect(leanHeap('v8', ['gateway'])).toBe(false);
+  });
+
+  // setFlagsFromString only prints a warning for a flag V8 no longer knows: a Node upgrade that
+  // renames one would silently give the old RSS back.
+  it('sets only flags this V8 knows', () => {
+    const known = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' });
+    for (const flag of LEAN_HEAP_FLAGS) expect(known).toContain(`  ${flag.split('=')[0]} (`);
   });
 });

@@ -9,8 +9,8 @@ export { buildBodyRef } from './body.js';
  * Durable publication of request.completed (ARCHITECTURE.md "The request path", issue 6 item 8).
  * `record` returns at once; the record goes to the bus in the background, body chunks first and the
  * envelope last under message id = request id. Records are micro-batched: whatever was recorded
- * in one event-loop turn (or `maxBatchRecords` of it) goes out in one `publishMany`, so a busy
- * gateway makes one bus write per batch rather than one per message. The in-memory queue is
+ * within `lingerMs` (or `maxBatchRecords` of it) goes out in one `publishMany`, so a gateway makes
+ * one bus write per batch rather than one per message. The in-memory queue is
  * bounded; past it, and whenever the bus is unavailable, records are appended to the spool, and a
  * drainer republishes the spool in order once the bus answers. A batch the bus refuses for another
  * reason is retried record by record, so one bad record is spooled (and set aside) alone. Every message id is deterministic, so a record published twice (a crash mid-drain, a
@@ -30,8 +30,8 @@ export interface RequestRecordPublisherOptions {
    * How long a partial batch waits for more records (0: the next event-loop turn). A publish is a
    * socket write, and a write costs 50-100 µs of CPU on this machine: at the default 5 ms a gateway
    * at 1,000 requests/s publishes one batch of about 5 instead of 5 batches of 1, and the wait
-   * stays far below the bus's own latency. Records are never held past it, and flush and close
-   * do not wait for it.
+   * stays far below the bus's own latency. Records are never held past it; flush does not wait
+   * for it, and close spools what it holds.
    */
   lingerMs?: number;
   /** Bytes in one live batch at most (a larger single record still goes, alone). */
@@ -200,8 +200,9 @@ export class RequestRecordPublisher {
   }
 
   /**
-   * Stops draining and makes everything recorded durable: queued records are spooled, in-flight
-   * publishes get `closeTimeoutMs` to finish and are spooled otherwise. Records left in the spool
+   * Stops draining and makes everything recorded durable: queued records (at most `lingerMs` of
+   * them while the bus keeps up) are spooled, in-flight publishes get `closeTimeoutMs` to finish
+   * and are spooled otherwise. Records left in the spool
    * are drained by the next process that opens the same data dir.
    */
   close(): Promise<void> {
