@@ -149,6 +149,9 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       publisher = await RequestRecordPublisher.open({
         bus: ctx.bus,
         dataDir: ctx.dataDir,
+        // Close runs after the HTTP drain, inside SVC_SHUTDOWN_TIMEOUT_MS: publishes still in
+        // flight on a hung bus must fall back to the spool well before the forced exit.
+        closeTimeoutMs: Math.floor(c.SVC_SHUTDOWN_TIMEOUT_MS / 4),
         onError: (err) => ctx.logger.warn({ err }, 'request.completed publication problem'),
       });
       const records = publisher;
