@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runSvc, SVC_BIN, startServe } from '../../test/helpers/svc-process.js';
 import { benchDatabase } from '../lib/database.js';
+import { parseProcStat } from '../lib/proc.js';
 import { SLOW_MODEL, startMockUpstream } from './mock-upstream.js';
 
 /** Undo steps, run newest first whether the bench finished, failed or was interrupted. */
@@ -267,16 +268,9 @@ export const rssMb = async (pid: number): Promise<{ rss: number; peak: number }>
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 };
 
-/**
- * CPU time (user + system) a process has used so far. /proc counts it in USER_HZ ticks, which are
- * 100 a second on Linux whatever the kernel's own tick rate.
- */
-export const cpuSeconds = async (pid: number): Promise<number> => {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the parenthesised command name, which may itself hold spaces.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
+/** CPU time (user + system) a process has used so far. */
+export const cpuSeconds = async (pid: number): Promise<number> =>
+  parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8')).cpuSeconds;
 
 export interface GatewayMetrics {
   /** MB, from prom-client's default metrics: what of the RSS is V8's heap. */

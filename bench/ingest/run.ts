@@ -37,6 +37,7 @@ import { ingestMetrics } from '../../src/ingest/metrics.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
 import { privateNats } from '../../test/helpers/nats-server.js';
 import { benchDatabase } from '../lib/database.js';
+import { parseProcStat } from '../lib/proc.js';
 import { type BenchRow, printTable } from '../lib/report.js';
 
 const { values: args } = parseArgs({
@@ -60,18 +61,17 @@ const INGEST_FILTER = 'svc.requests.>';
 const suffix = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
 /**
- * CPU seconds used so far by each thread of this process, from /proc: the main thread under
- * 'main', the others under their names (V8's GC and compiler workers, libuv, chdb's engine pools).
+ * CPU seconds used so far by each thread of this process: the main thread under 'main', the
+ * others under their names (V8's GC and compiler workers, libuv, chdb's engine pools).
  */
 const threadCpu = async (): Promise<Map<string, number>> => {
   const byName = new Map<string, number>();
   for (const tid of await readdir('/proc/self/task')) {
     const stat = await readFile(`/proc/self/task/${tid}/stat`, 'utf8').catch(() => '');
-    if (!stat) continue;
-    const name =
-      tid === String(process.pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    byName.set(name, (byName.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    if (!stat) continue; // the thread ended since the listing
+    const { name, cpuSeconds } = parseProcStat(stat);
+    const key = tid === String(process.pid) ? 'main' : name;
+    byName.set(key, (byName.get(key) ?? 0) + cpuSeconds);
   }
   return byName;
 };

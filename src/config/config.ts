@@ -108,11 +108,9 @@ export const configSchema = z.object({
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   /**
-   * `lean`: `svc serve` lets V8 grow the old generation by at most 25 % over live data after a
-   * full GC (LEAN_HEAP_FLAGS); `auto` (the default) does so when no data role (ingest, query,
-   * trace-ingest, audit) runs in the process. A gateway holds
-   * about 35 MB of live data but allocates fast, and V8's own heuristics let garbage take its RSS
-   * past 200 MB under load (issue 6: under 150 MB). `v8` leaves V8's heuristics and NODE_OPTIONS alone.
+   * `lean`: `svc serve` sets V8's heap growing factor to 1.25 (LEAN_HEAP_FLAGS in
+   * cli/commands/serve.ts, which says why); `auto` does so when no data role runs in the process;
+   * `v8` leaves V8's heuristics and NODE_OPTIONS alone.
    */
   SVC_HEAP: z.enum(['auto', 'lean', 'v8']).default('auto'),
   SVC_GATEWAY_MAX_RESPONSE_BYTES: positiveInt.optional(),

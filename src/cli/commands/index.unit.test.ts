@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { COMMAND_MODULES, registerCommands } from './index.js';
 
 const names = (program: Command) => program.commands.map((c) => c.name()).sort();
+const everyName = COMMAND_MODULES.flatMap((m) => m.names).sort();
 
 describe('svc command table (lazy loading, issue 6)', () => {
   it('names exactly the top-level commands each module registers', async () => {
@@ -14,8 +15,7 @@ describe('svc command table (lazy loading, issue 6)', () => {
   });
 
   it('gives every top-level name one owner', () => {
-    const all = COMMAND_MODULES.flatMap((m) => m.names);
-    expect(new Set(all).size).toBe(all.length);
+    expect(new Set(everyName).size).toBe(everyName.length);
   });
 
   it('loads only the owning module for a known command, and every module otherwise', async () => {
@@ -27,14 +27,14 @@ describe('svc command table (lazy loading, issue 6)', () => {
     expect(names(ledger)).toEqual(['ledger', 'wallet']);
     const help = new Command();
     await registerCommands(help, ['--help']);
-    expect(names(help)).toEqual(COMMAND_MODULES.flatMap((m) => m.names).sort());
+    expect(names(help)).toEqual(everyName);
     for (const args of [['--help', 'serve'], ['-h', 'keys'], []]) {
       const leading = new Command();
       await registerCommands(leading, args);
-      expect(names(leading)).toEqual(COMMAND_MODULES.flatMap((m) => m.names).sort());
+      expect(names(leading)).toEqual(everyName);
     }
     const typo = new Command();
     await registerCommands(typo, ['serv']);
-    expect(names(typo)).toHaveLength(COMMAND_MODULES.flatMap((m) => m.names).length);
+    expect(names(typo)).toHaveLength(everyName.length);
   });
 });

@@ -9,10 +9,11 @@ import { DATA_ROLES, parseRoles, type RunningService, startService } from '../se
 
 /**
  * SVC_HEAP=lean, and `auto` in a process without data roles (a gateway). V8 reads the factor at
- * every full collection, so setting it before the roles allocate takes effect. Measured with bench/gateway: RSS after load 149 MB instead of 204 MB, at
- * the same throughput. Keeping the young generation small as well (--semi-space-growth-factor=1)
- * gave 111 MB but cost a quarter of the throughput in scavenges, so it is not done. Ingest holds
- * whole batches: there the factor cost about 6 % of bench/ingest's rate, so `auto` leaves it out.
+ * every full collection, so setting it before the roles allocate takes effect. Measured with
+ * bench/gateway: RSS after load 149 MB instead of 204 MB, at the same throughput. Keeping the
+ * young generation small as well (--semi-space-growth-factor=1) gave 111 MB but cost a quarter of
+ * the throughput in scavenges, so it is not done. Ingest holds whole batches: there the factor
+ * cost about 6 % of bench/ingest's rate, so `auto` leaves it out.
  */
 export const LEAN_HEAP_FLAGS = ['--heap-growing-percent=25'] as const;
 

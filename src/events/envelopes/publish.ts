@@ -10,8 +10,7 @@ export { buildBodyRef } from './body.js';
  * `record` returns at once; the record goes to the bus in the background, body chunks first and the
  * envelope last under message id = request id. Records are micro-batched: whatever was recorded
  * within `lingerMs` (or `maxBatchRecords` of it) goes out in one `publishMany`, so a gateway makes
- * one bus write per batch rather than one per message. The in-memory queue is
- * bounded; past it, and whenever the bus is unavailable, records are appended to the spool, and a
+ * one bus write per batch rather than one per message. The in-memory queue is bounded; past it, and whenever the bus is unavailable, records are appended to the spool, and a
  * drainer republishes the spool in order once the bus answers. A batch the bus refuses for another
  * reason is retried record by record, so one bad record is spooled (and set aside) alone. Every message id is deterministic, so a record published twice (a crash mid-drain, a
  * late ack after shutdown spooled it) is dropped by the bus within its duplicate window, and
@@ -202,8 +201,8 @@ export class RequestRecordPublisher {
   /**
    * Stops draining and makes everything recorded durable: queued records (at most `lingerMs` of
    * them while the bus keeps up) are spooled, in-flight publishes get `closeTimeoutMs` to finish
-   * and are spooled otherwise. Records left in the spool
-   * are drained by the next process that opens the same data dir.
+   * and are spooled otherwise. Records left in the spool are drained by the next process that
+   * opens the same data dir.
    */
   close(): Promise<void> {
     this.closed ??= this.shutdown();
