@@ -11,7 +11,7 @@ import {
   status,
 } from '../fakes/anthropic-upstream.js';
 import { connect, envelopesOf, upsertAnthropic, upsertOpenAi } from '../fakes/anthropic-upstream-gateway.js';
-import { type FakeOpenAI, startFakeOpenAI, toolCalls } from '../fakes/openai-upstream.js';
+import { type FakeOpenAI, reply, startFakeOpenAI, toolCalls } from '../fakes/openai-upstream.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
 // Issue 7 "Must show" with the real `@anthropic-ai/sdk` against `svc serve` at <gateway>/alt
@@ -338,6 +338,26 @@ describe('an OpenAI upstream rendered as Messages', () => {
       name: 'get_weather',
       input: { city: 'Rome' },
     });
+  });
+});
+
+describe('long frames (SPEC 4.2 rule 5)', () => {
+  it('a delta over 64 KiB reaches the SDK whole, then message_delta and message_stop', async () => {
+    const big = 'w'.repeat(100_000);
+    openai.enqueue(reply({ text: `${big} end`, chunks: 2 }));
+    const events: string[] = [];
+    const stream = client.messages.stream({
+      model: 'gpt-4o',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'a long one' }],
+    });
+    stream.on('streamEvent', (e) => events.push(e.type));
+    const final = await stream.finalMessage();
+    // Compared as a flag: a failure must not print 100 kB.
+    expect(final.content).toHaveLength(1);
+    expect(final.content[0]?.type === 'text' && final.content[0].text === `${big} end`).toBe(true);
+    expect(final.stop_reason).toBe('end_turn');
+    expect(events.slice(-2)).toEqual(['message_delta', 'message_stop']);
   });
 });
 

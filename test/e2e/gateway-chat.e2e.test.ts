@@ -178,6 +178,34 @@ describe('chat completions through the OpenAI SDK', () => {
     expect(first.choices[0]!.delta.role).toBe('assistant');
   });
 
+  it('a frame over 64 KiB relays whole, followed by the usage chunk and [DONE] (SPEC 4.1 rule 5)', async () => {
+    // One content delta of 100 kB: its frame alone exceeds a socket's 64 KiB high-water mark.
+    const big = `${'w'.repeat(100_000)}`;
+    fake.enqueue(reply({ text: `${big} end`, chunks: 2 }));
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'a long one' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) usage = chunk.usage;
+    }
+    // Compared as a flag: a failure must not print 100 kB.
+    expect(text.length).toBe(big.length + 4);
+    expect(text === `${big} end`).toBe(true);
+    expect(usage?.completion_tokens).toBe(2);
+    const raw = await chatStatus({
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'again' }],
+      stream: true,
+    });
+    expect(raw.text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
   it('tool calls, buffered and streamed, assemble into valid JSON arguments', async () => {
     fake.enqueue(toolCalls([{ name: 'get_weather', arguments: { city: 'Paris', unit: 'c' } }]));
     const buffered = await client.chat.completions.create({

@@ -14,7 +14,7 @@ import {
   unsupportedOperation,
 } from '../../../providers/provider.js';
 import { primaryDialect } from './dialect.js';
-import { waitForDrain } from './drain.js';
+import { EventStreamWriter } from './event-stream.js';
 import { embeddingsPromptTokens, parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
 import { receivedBytes } from './received-bytes.js';
 import {
@@ -148,11 +148,8 @@ export const serveJsonOperation = async (
 
   // The first event arrived: this candidate is committed, later failures end the stream in band.
   const res = openEventStream(reply, requestId);
-  const traced: string[] = [];
-  const write = async (frame: string) => {
-    if (completed.tracing.full) traced.push(frame);
-    if (!res.write(frame)) await waitForDrain(res);
-  };
+  const traced: string[] | null = completed.tracing.full ? [] : null;
+  const stream = new EventStreamWriter(res, traced);
   let usage: Usage | null = null;
   let serviceTier: unknown;
   // What was generated, for pricing a stream that ended without its completed event.
@@ -165,24 +162,14 @@ export const serveJsonOperation = async (
     if (e.text) text += e.text;
     // The upstream's own terminal failure reaches the client as sent; the request is a failed stream.
     if (e.failure) streamError = new ServiceError('upstream_stream_error', e.failure);
-    await write(frameOf(e));
+    await stream.write(frameOf(e));
   };
   const failed = await relayCommitted(result, res, abort, relay, release);
-  if (failed) {
-    streamError = failed;
-    if (!res.destroyed) {
-      await write(errorFrame(failed, requestId));
-      await write(DONE_FRAME);
-    }
-  }
-  if (!res.destroyed) res.end();
+  if (failed) streamError = failed;
+  stream.end(failed ? [errorFrame(failed, requestId), DONE_FRAME] : []);
   price(usage, serviceTier, text);
   const disconnected = abort.signal.aborted || (res.destroyed && !res.writableFinished);
-  scope.finish(
-    disconnected ? 499 : 200,
-    streamError,
-    completed.tracing.full ? Buffer.from(traced.join('')) : null,
-  );
+  scope.finish(disconnected ? 499 : 200, streamError, traced ? Buffer.from(traced.join('')) : null);
   return reply;
 };
 

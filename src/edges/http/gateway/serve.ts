@@ -35,7 +35,7 @@ import { formatUsd, maxUsd, type Usd } from '../../../lib/money.js';
 import type { AttemptTarget, ProviderAdapter } from '../../../providers/provider.js';
 import { StreamFailure } from '../../../providers/provider.js';
 import type { Dialect } from './dialect.js';
-import { waitForDrain } from './drain.js';
+import { EventStreamWriter } from './event-stream.js';
 
 export interface GatewayDeps {
   registry: () => RegistrySnapshot;
@@ -461,25 +461,8 @@ export const serveCompletion = async (
   // Streamed: the first chunk arrived, so this candidate is committed (no fallback from here).
   const res = openEventStream(reply, requestId);
   const renderer = dialect.stream(identity, { includeUsage: canonical.includeUsage });
-  const traced: string[] = [];
-  // Frames produced in the same tick (one upstream read) leave in one socket write: each is still
-  // its own chunk of the body, and none waits past this tick, so the relay stays chunk by chunk.
-  let corked = false;
-  const uncork = () => {
-    corked = false;
-    res.uncork();
-  };
-  const write = async (frames: string[]) => {
-    if (!corked && frames.length > 0) {
-      corked = true;
-      res.cork();
-      process.nextTick(uncork);
-    }
-    for (const frame of frames) {
-      if (tracing.full) traced.push(frame);
-      if (!res.write(frame)) await waitForDrain(res);
-    }
-  };
+  const traced: string[] | null = tracing.full ? [] : null;
+  const stream = new EventStreamWriter(res, traced);
   let usage: Usage | null = null;
   let opening: Usage | null = null;
   let serviceTier: unknown;
@@ -498,16 +481,14 @@ export const serveCompletion = async (
       if (t.function?.name) toolCalls.set(t.index, t.function.name);
       if (t.function?.arguments) text += t.function.arguments;
     }
-    await write(renderer.chunk(chunk));
+    await stream.write(renderer.chunk(chunk));
   };
   const streamError = await relayCommitted(result, res, abort, relay, release);
-  if (streamError && !res.destroyed) await write(renderer.error(streamError));
-  if (!res.destroyed && !streamError) await write(renderer.end(usage));
-  if (!res.destroyed) res.end();
+  stream.end(streamError ? renderer.error(streamError) : renderer.end(usage));
   for (const name of toolCalls.values()) completed.toolSummary[name] = (completed.toolSummary[name] ?? 0) + 1;
   completed.usageEstimated = usage === null;
   price(usage ?? observedUsage(opening, options.requestBytes, text), serviceTier);
   const disconnected = abort.signal.aborted || (res.destroyed && !res.writableFinished);
-  finish(disconnected ? 499 : 200, streamError, tracing.full ? Buffer.from(traced.join('')) : null);
+  finish(disconnected ? 499 : 200, streamError, traced ? Buffer.from(traced.join('')) : null);
   return reply;
 };
