@@ -374,6 +374,12 @@ describe('errors and routes (SPEC 4.2, 7.2, 7.4)', () => {
     });
     expect(r.headers.get('x-svc-request-id')).toBeNull();
     expect(fake.requests).toHaveLength(0);
+    const empty = await fetch(`${gw.serve.httpUrl}/alt/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': gw.boot.api_key, 'content-type': 'application/json' },
+    });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
   });
 
   it('one failed attempt: the provider message; several: error.svc.attempts; the request id in the header only', async () => {

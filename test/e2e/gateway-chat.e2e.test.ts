@@ -372,6 +372,11 @@ describe('error envelope (SPEC 7.1, 7.3, 7.4)', () => {
     expect(bad.headers.get('x-svc-request-id')).toBeNull();
     const notJson = await chatStatus('{"model": ');
     expect(notJson.status).toBe(400);
+    // No body at all, with the JSON content type many client wrappers always send: the route's own
+    // 400 in the primary envelope, not the HTTP framework's.
+    const empty = await chatStatus('');
+    expect(empty.status).toBe(400);
+    expect(JSON.parse(empty.text).error).toMatchObject({ type: 'invalid_request_error' });
     const big = await chatStatus({
       model: 'gpt-4o',
       messages: [{ role: 'user', content: 'x'.repeat(300_000) }],

@@ -88,3 +88,81 @@ describe('http server', () => {
     await app.close();
   });
 });
+
+describe('requests without a body (issue 18 build 8)', () => {
+  const echoRole: Role = {
+    name: 'gateway',
+    http: (app) => {
+      app.delete('/things/:id', async (request) => ({ deleted: (request.params as { id: string }).id }));
+      app.post('/echo', async (request) => ({ body: request.body ?? null }));
+    },
+  };
+  const open = () =>
+    createHttpServer({
+      logger: silent,
+      metrics: new Registry(),
+      health: new HealthRegistry(),
+      roles: [echoRole],
+    });
+
+  it('DELETE and POST with content-type application/json and no body reach the route', async () => {
+    const app = await open();
+    const json = { 'content-type': 'application/json' };
+    const del = await app.inject({ method: 'DELETE', url: '/things/7', headers: json });
+    expect(del.statusCode).toBe(200);
+    expect(del.json()).toEqual({ deleted: '7' });
+    const post = await app.inject({
+      method: 'POST',
+      url: '/echo',
+      headers: { ...json, 'content-length': '0' },
+    });
+    expect(post.statusCode).toBe(200);
+    expect(post.json()).toEqual({ body: null });
+    await app.close();
+  });
+
+  it('an empty chunked body is no body; a JSON body still parses, and a poisoned one is still refused', async () => {
+    const app = await open();
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as { port: number };
+    const { request } = await import('node:http');
+    const chunkedEmpty = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/echo',
+          headers: { 'content-type': 'application/json' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => {
+            body += d.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end(); // no Content-Length: Node sends Transfer-Encoding: chunked with no chunk
+    });
+    expect(chunkedEmpty).toEqual({ status: 200, body: '{"body":null}' });
+    const parsed = await app.inject({ method: 'POST', url: '/echo', payload: { a: 1 } });
+    expect(parsed.json()).toEqual({ body: { a: 1 } });
+    const poisoned = await app.inject({
+      method: 'POST',
+      url: '/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"__proto__":{"polluted":true}}',
+    });
+    expect(poisoned.statusCode).toBe(400);
+    const broken = await app.inject({
+      method: 'POST',
+      url: '/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"a":',
+    });
+    expect(broken.statusCode).toBe(400);
+    await app.close();
+  });
+});

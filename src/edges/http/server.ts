@@ -32,6 +32,8 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     return503OnClosing: true,
   });
 
+  acceptEmptyJsonBodies(app);
+
   const duration = new Histogram({
     name: 'svc_http_request_duration_seconds',
     help: 'HTTP request duration by route and status',
@@ -97,4 +99,22 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     if (role.http) await app.register(async (scope) => role.http?.(scope));
   }
   return app;
+};
+
+/**
+ * A request that carries no body is never refused for its `content-type` header: many HTTP client
+ * wrappers send `application/json` on every DELETE and POST, and fastify's own parser answers an
+ * empty JSON body with a 400 of its own before the route can answer. Here an empty body is parsed
+ * as no body (`undefined`), so the route decides in its own dialect's envelope; any other body goes
+ * through fastify's default parser, prototype-poisoning checks included.
+ */
+const acceptEmptyJsonBodies = (app: FastifyInstance): void => {
+  const { onProtoPoisoning, onConstructorPoisoning } = app.initialConfig;
+  const parseJson = app.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body.toString();
+    if (text === '') return done(null, undefined);
+    parseJson(request, text, done);
+  });
 };
