@@ -251,7 +251,9 @@ describe('embeddings and models', () => {
       encoding_format: 'base64',
     });
     const encoded = base64.data[0]?.embedding as unknown as string;
-    const decoded = Array.from(new Float32Array(Buffer.from(encoded, 'base64').buffer.slice(0)));
+    // A Buffer is a view: its ArrayBuffer may be larger (Node 24 decodes base64 into a bigger one).
+    const bytes = Buffer.from(encoded, 'base64');
+    const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4));
     expect(decoded).toEqual(float.data[0]?.embedding);
 
     const sdkDefault = await client.embeddings.create({
