@@ -15,3 +15,13 @@ export interface Projection {
   reset(client: PoolClient): Promise<void>;
   apply(client: PoolClient, events: readonly StoredEvent[]): Promise<void>;
 }
+
+/**
+ * Empties a read model's tables inside the rebuild transaction. DELETE, not TRUNCATE: TRUNCATE
+ * takes ACCESS EXCLUSIVE locks table by table, so a reader that holds one table and waits for the
+ * next (the gateway's registry snapshot reads three in one transaction) deadlocked against a
+ * rebuild; DELETE takes row locks only, and readers keep seeing the old rows until it commits.
+ */
+export const clearReadModel = async (client: PoolClient, tables: readonly string[]): Promise<void> => {
+  await client.query(tables.map((table) => `DELETE FROM ${table}`).join('; '));
+};

@@ -4,7 +4,7 @@ import type { RegistrationCodeEvent } from '../../commands/auth/registration-cod
 import type { RegistrationInviteEvent } from '../../commands/auth/registration-invite.js';
 import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
-import type { Projection } from '../projection.js';
+import { clearReadModel, type Projection } from '../projection.js';
 
 type AuthEvent = IdentityEvent | RegistrationInviteEvent | RegistrationCodeEvent | DeveloperTokenEvent;
 
@@ -104,7 +104,7 @@ export const authProjection: Projection = {
   version: 1,
   categories: AUTH_CATEGORIES,
   reset: async (client) => {
-    await client.query(`TRUNCATE ${TABLES.join(', ')}`);
+    await clearReadModel(client, TABLES);
   },
   apply: async (client, events) => {
     for (const e of events) await applyOne(client, e);

@@ -7,7 +7,7 @@ import type { UserEvent } from '../../commands/user/decider.js';
 import type { WorkspaceEvent } from '../../commands/workspace/events.js';
 import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
-import type { Projection } from '../projection.js';
+import { clearReadModel, type Projection } from '../projection.js';
 
 type ControlPlaneEvent =
   | WorkspaceEvent
@@ -268,7 +268,7 @@ export const controlPlaneProjection: Projection = {
   version: 1,
   categories: CONTROL_PLANE_CATEGORIES,
   reset: async (client) => {
-    await client.query(`TRUNCATE ${TABLES.join(', ')}`);
+    await clearReadModel(client, TABLES);
   },
   apply: async (client, events) => {
     for (const e of events) await applyOne(client, e);

@@ -2,7 +2,7 @@ import type { RegistryEvent } from '../../commands/registry/events.js';
 import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
 import { assertNever } from '../../lib/assert.js';
-import type { Projection } from '../projection.js';
+import { clearReadModel, type Projection } from '../projection.js';
 
 /** When the decision was taken (the command's clock), else when it was stored. */
 const decidedAt = (e: StoredEvent): Date =>
@@ -187,9 +187,12 @@ export const registryProjection: Projection = {
   version: 1,
   categories: ['registry'],
   reset: async (client: PoolClient) => {
-    await client.query(
-      'TRUNCATE rm_registry_rate_rows, rm_registry_rate_cards, rm_registry_endpoints, rm_registry_imports',
-    );
+    await clearReadModel(client, [
+      'rm_registry_rate_rows',
+      'rm_registry_rate_cards',
+      'rm_registry_endpoints',
+      'rm_registry_imports',
+    ]);
     // The revision only grows, so a snapshot taken before the rebuild is never mistaken for current.
     await client.query('UPDATE rm_registry_state SET revision = revision + 1, position = 0');
   },

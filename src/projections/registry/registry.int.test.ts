@@ -176,4 +176,22 @@ describe('registry import through the read model to the gateway snapshot', () =>
     const imports = await db.pool.query('SELECT lane, digest FROM rm_registry_imports ORDER BY position');
     expect(imports.rows.map((r) => r.lane)).toEqual(['openai', 'openai', 'azure', 'openai']);
   });
+
+  it('a rebuild and a reader that holds one read-model table while it reads the next do not deadlock', async () => {
+    // The gateway's snapshot load reads endpoints, then rate cards, in one transaction. A rebuild
+    // that locked the tables exclusively one by one met it the other way round.
+    const reader = await db.pool.connect();
+    try {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await reader.query('SELECT count(*) FROM rm_registry_endpoints');
+      const rebuilt = rebuildProjection(db.pool, registryProjection);
+      await new Promise((r) => setTimeout(r, 200));
+      await reader.query('SELECT count(*) FROM rm_registry_rate_cards');
+      await reader.query('SELECT count(*) FROM rm_registry_rate_rows');
+      await reader.query('COMMIT');
+      await expect(rebuilt).resolves.toMatchObject({ events: expect.any(Number) });
+    } finally {
+      reader.release();
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import { categoryOf, type StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
-import type { Projection } from '../projection.js';
+import { clearReadModel, type Projection } from '../projection.js';
 
 interface StreamSummary {
   streamId: string;
@@ -40,7 +40,7 @@ export const streamCatalogProjection: Projection = {
   name: 'streams',
   version: 1,
   reset: async (client: PoolClient) => {
-    await client.query('TRUNCATE rm_streams');
+    await clearReadModel(client, ['rm_streams']);
   },
   apply: async (client: PoolClient, events: readonly StoredEvent[]) => {
     const rows = summarise(events);

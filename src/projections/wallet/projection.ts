@@ -4,7 +4,7 @@ import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
 import { assertNever } from '../../lib/assert.js';
 import { formatUsd } from '../../lib/money.js';
-import type { Projection } from '../projection.js';
+import { clearReadModel, type Projection } from '../projection.js';
 
 const workspaceOf = (streamId: string) => streamId.slice(WALLET_CATEGORY.length + 1);
 
@@ -189,7 +189,7 @@ export const walletProjection: Projection = {
   version: 1,
   categories: [WALLET_CATEGORY],
   reset: async (client) => {
-    await client.query(`TRUNCATE ${LEDGER_TABLES.join(', ')}`);
+    await clearReadModel(client, LEDGER_TABLES);
     await client.query('UPDATE workspace_wallet_balances SET balance_usd = 0, updated_at = now()');
   },
   apply: async (client, events) => {
