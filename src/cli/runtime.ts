@@ -66,7 +66,8 @@ export const loadSecrets = async (config: Config): Promise<Secrets> => {
 /**
  * The database of this deployment: SVC_DATABASE_URL when set, otherwise the embedded PostgreSQL
  * of the data dir (found running, or started for the life of this process). Migrations are applied
- * unless told not to. An unreachable server is a one-line CliError.
+ * unless told not to. An unreachable server, or an embedded one that cannot start, is a one-line
+ * CliError.
  */
 export const openDatabase = async (
   config: Config,
@@ -83,8 +84,11 @@ export const openDatabase = async (
     try {
       embedded = await startEmbeddedPostgres({ dataDir: dataDirOf(config), onLog: options.onLog });
     } catch (err) {
+      // The binaries are optional dependencies (issue 18 point 4): an install without them, or a
+      // platform they cannot run on (musl), serves from a PostgreSQL server instead.
       throw new CliError(
-        `cannot start the embedded PostgreSQL in ${dataDirOf(config)}: ${describeError(err)}`,
+        `cannot start the embedded PostgreSQL in ${dataDirOf(config)}: ${describeError(err)}; ` +
+          'set SVC_DATABASE_URL to use a PostgreSQL server instead',
       );
     }
     url = embedded.url;

@@ -40,8 +40,13 @@ export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => 
       });
     }
   } catch (err) {
+    if (config.SVC_CLICKHOUSE_URL)
+      throw new CliError(`cannot open analytics (ClickHouse over HTTP): ${describeError(err)}`);
+    // chdb is an optional dependency (issue 18 point 4): an install without it, or a platform it
+    // does not ship for (musl, Windows), keeps analytics on a ClickHouse server instead.
     throw new CliError(
-      `cannot open analytics (${config.SVC_CLICKHOUSE_URL ? 'ClickHouse over HTTP' : 'embedded chdb'}): ${describeError(err)}`,
+      `cannot open analytics (embedded chdb): ${describeError(err)}; ` +
+        'set SVC_CLICKHOUSE_URL to use a ClickHouse server instead',
     );
   }
   try {

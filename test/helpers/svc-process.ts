@@ -9,10 +9,15 @@ export interface SvcRun {
   stderr: string;
 }
 
-/** Runs one `svc` command to completion. */
-export const runSvc = (args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<SvcRun> =>
+/** Runs one `svc` command to completion; `bin` is another checkout's bin/svc.js. */
+export const runSvc = (
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 60_000,
+  bin = SVC_BIN,
+): Promise<SvcRun> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, ...args], {
+    const child = spawn(process.execPath, [bin, ...args], {
       env: { ...process.env, ...env },
       stdio: 'pipe',
     });
@@ -48,9 +53,10 @@ export const startServe = (
   env: NodeJS.ProcessEnv,
   args: string[] = [],
   timeoutMs = 60_000,
+  bin = SVC_BIN,
 ): Promise<ServeProcess> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, 'serve', '--json', ...args], {
+    const child = spawn(process.execPath, [bin, 'serve', '--json', ...args], {
       env: { ...process.env, SVC_HTTP_PORT: '0', SVC_GRPC_PORT: '0', SVC_LOG_LEVEL: 'warn', ...env },
       stdio: 'pipe',
     });
