@@ -1,6 +1,6 @@
 import pg from 'pg';
+import { PostgresEscrow } from '../../src/commands/wallet/postgres-escrow.js';
 import { addUsd, formatUsd, mulUsd, parseUsd, ZERO_USD } from '../../src/lib/money.js';
-import { PostgresEscrow } from '../../src/wallet/escrow.js';
 import { benchDatabase } from '../lib/database.js';
 import { perSecond, printTable } from '../lib/report.js';
 

@@ -1,7 +1,7 @@
+import type { PricingResult } from '../pricing/index.js';
+import type { CanonicalRequest, Usage } from '../providers/contract.js';
 import type { ApiKeyIdentity } from './auth/api-key-cache.js';
-import type { CanonicalRequest, Usage } from './contract.js';
 import type { AttemptRecord } from './pipeline.js';
-import type { PricingResult } from './pricing/index.js';
 
 /**
  * Everything the gateway knows about a finished request, handed to the request.completed publisher

@@ -1,9 +1,9 @@
 import { attributionUsage, pricingFields } from '../events/envelopes/from-pricing.js';
 import type { RecordBodies, RequestCompletedDraft } from '../events/envelopes/record.js';
 import type { Attempt, RequestUsage, UsageLine } from '../events/envelopes/request-completed.js';
+import { readOptionalCount } from '../pricing/index.js';
 import type { CompletedRequest } from './completed.js';
 import type { AttemptRecord } from './pipeline.js';
-import { readOptionalCount } from './pricing/index.js';
 
 /** retried when the same candidate came next, fell_back when another did, failed when none did. */
 const attemptsOf = (records: readonly AttemptRecord[]): Attempt[] =>

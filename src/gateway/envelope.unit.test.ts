@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { chatRequest } from '../../test/fixtures/azure/azure.fixtures.js';
 import { buildRequestRecord } from '../events/envelopes/record.js';
 import { requestCompletedSchema } from '../events/envelopes/request-completed.js';
-import { chatRequest } from '../providers/azure/azure.fixtures.js';
+import type { Usage } from '../providers/contract.js';
 import type { CompletedRequest } from './completed.js';
-import type { Usage } from './contract.js';
 import { envelopeOf } from './envelope.js';
 
 // SPEC 2.5 and 4.1 rule 10: usage counters an upstream sent unreadable (a string, a fraction, a

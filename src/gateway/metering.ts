@@ -1,5 +1,5 @@
-import type { CanonicalRequest, Usage } from './contract.js';
-import type { Operation, PricingUsage } from './pricing/index.js';
+import type { Operation, PricingUsage } from '../pricing/index.js';
+import type { CanonicalRequest, Usage } from '../providers/contract.js';
 
 const TIER_ALIASES: Record<string, string> = { default: 'standard', auto: 'standard', standard: 'standard' };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseChatBody } from '../edges/http/gateway/chat.js';
-import type { Usage } from './contract.js';
+import type { Usage } from '../providers/contract.js';
 import { observedUsage, pricingUsageOf } from './metering.js';
 
 const request = parseChatBody({ model: 'm', messages: [{ role: 'user', content: 'x' }] });

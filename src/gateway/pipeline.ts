@@ -1,4 +1,5 @@
-import type { Adapter } from '../commands/registry/events.js';
+import type { CanonicalChunk, CanonicalReply, CanonicalRequest } from '../providers/contract.js';
+import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
 import type {
   AttemptFailure,
   AttemptTarget,
@@ -7,8 +8,6 @@ import type {
   Outcome,
   ProviderAdapter,
 } from '../providers/provider.js';
-import type { CanonicalChunk, CanonicalReply, CanonicalRequest } from './contract.js';
-import type { RegistryEndpoint } from './registry/snapshot.js';
 
 /** One entry of the attempt trail (SPEC 2.4 plus what analytics needs). */
 export interface AttemptRecord {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { azureCredentials, azureEndpoint, chatRequest } from '../providers/azure/azure.fixtures.js';
+import { azureCredentials, azureEndpoint, chatRequest } from '../../test/fixtures/azure/azure.fixtures.js';
 import type { AttemptFailure, ProviderAdapter } from '../providers/provider.js';
 import { runAttempts } from './pipeline.js';
 

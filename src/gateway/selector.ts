@@ -1,8 +1,8 @@
-import type { Capability } from '../commands/registry/events.js';
 import { ServiceError } from '../lib/errors.js';
 import { addUsd, compareUsd } from '../lib/money.js';
-import { findRate } from './pricing/index.js';
-import type { RegistryEndpoint, RegistrySnapshot } from './registry/snapshot.js';
+import { findRate } from '../pricing/index.js';
+import type { Capability, RegistryEndpoint } from '../providers/endpoint.js';
+import type { RegistrySnapshot } from './registry/snapshot.js';
 
 export const AUTO_MODEL = 'svc/auto';
 

@@ -1,7 +1,6 @@
-import type { Adapter } from '../commands/registry/events.js';
-import type { CanonicalChunk, CanonicalReply, CanonicalRequest, Usage } from '../gateway/contract.js';
-import type { RegistryEndpoint } from '../gateway/registry/snapshot.js';
 import type { ErrorCode } from '../lib/errors.js';
+import type { CanonicalChunk, CanonicalReply, CanonicalRequest, Usage } from './contract.js';
+import type { Adapter, RegistryEndpoint } from './endpoint.js';
 
 /** SPEC 2.4 kinds of a failed attempt. */
 export type FailureKind =
@@ -113,7 +112,11 @@ export interface ProviderAdapter {
   /** Absent: the adapter does not serve the operation (the structured unsupported error). */
   embeddings?(request: CanonicalRequest, target: AttemptTarget): Promise<JsonOutcome>;
   responses?(request: CanonicalRequest, target: AttemptTarget): Promise<JsonOutcome>;
+  /** Token counting the provider answers itself (SPEC 4.2 rule 9); absent: the gateway estimates. */
+  countTokens?(request: CanonicalRequest, target: AttemptTarget): Promise<CountOutcome>;
 }
+
+export type CountOutcome = { ok: true; inputTokens: number } | { ok: false; failure: AttemptFailure };
 
 /**
  * An operation the candidate's adapter cannot serve (SPEC 4.7: responses on the managed runtime,

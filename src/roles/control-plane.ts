@@ -6,8 +6,8 @@ import type { Pool } from '../events/postgres/pool.js';
 import { auditRelay } from '../projections/audit-relay/projection.js';
 import { controlPlaneProjection } from '../projections/control-plane/projection.js';
 import { catchUp, ProjectionRunner } from '../projections/runner.js';
-import { walletControlPlane } from '../wallet/role.js';
 import type { Role, RoleContext } from './role.js';
+import { walletControlPlane } from './wallet.js';
 
 /** The control plane's write side with read-your-writes on its read model. */
 export const makeControlPlane = (store: EventStore, pool: Pool, masterKey: Buffer): ControlPlane =>

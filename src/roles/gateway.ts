@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { Adapter } from '../commands/registry/events.js';
 import { spendCaps } from '../commands/spend-cap/reads.js';
+import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
 import { grpcMonthlySpend } from '../edges/grpc/query-client.js';
 import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
 import type { GatewayDeps } from '../edges/http/gateway/serve.js';
@@ -16,10 +16,10 @@ import { labelled } from '../lib/metrics.js';
 import { anthropicAdapter } from '../providers/anthropic/adapter.js';
 import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
 import { bedrockAdapter, bedrockGovAdapter } from '../providers/bedrock/adapter.js';
+import type { Adapter } from '../providers/endpoint.js';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import type { ProviderAdapter } from '../providers/provider.js';
 import { monthlyUsageSnapshot } from '../query/snapshot.js';
-import { PostgresEscrow } from '../wallet/escrow.js';
 import type { Role, RoleContext } from './role.js';
 
 /** Adapters by registry adapter id; adding a provider touches this map only (STYLE.md rule 7). */

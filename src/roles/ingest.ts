@@ -1,8 +1,8 @@
-import { IngestConsumer } from '../ingest/consumer.js';
-import type { RequestLoggedHook } from '../ingest/flush.js';
-import { ingestMetrics } from '../ingest/metrics.js';
+import { createSettlement } from '../commands/wallet/settlement.js';
 import { billingHealthJobs } from '../jobs/billing-health.js';
-import { createSettlement } from '../wallet/settlement.js';
+import { IngestConsumer } from '../projections/ingest/consumer.js';
+import type { RequestLoggedHook } from '../projections/ingest/flush.js';
+import { ingestMetrics } from '../projections/ingest/metrics.js';
 import type { Role, RoleContext, RoleFactory } from './role.js';
 
 export interface IngestRoleHooks {

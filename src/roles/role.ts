@@ -8,8 +8,8 @@ import type { Bus } from '../events/bus.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import type { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
+import type { HealthRegistry } from '../lib/health.js';
 import type { ObjectStore } from '../objects/port.js';
-import type { HealthRegistry } from './health.js';
 
 /** Every role `svc serve --roles` knows (ARCHITECTURE.md "One codebase, one CLI, several roles"). */
 export const ROLE_NAMES = [

@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChdbAnalyticsStore } from '../../src/analytics/chdb/store.js';
-import { readStoredBody } from '../../src/ingest/pack.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
+import { readStoredBody } from '../../src/projections/ingest/pack.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 

@@ -19,14 +19,14 @@ import { hashSecret } from '../../src/lib/crypto.js';
 import { renderApiError, ServiceError } from '../../src/lib/errors.js';
 import { addUsd, formatUsd, parseUsd, ZERO_USD } from '../../src/lib/money.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
+import { makeControlPlane } from '../../src/roles/control-plane.js';
 import {
   type GeneratedRequest,
   generateRequest,
   insertGenerated,
   prng,
   type Tenant,
-} from '../../src/query/query.fixtures.js';
-import { makeControlPlane } from '../../src/roles/control-plane.js';
+} from '../fixtures/query/query.fixtures.js';
 import { grpcClient } from '../helpers/grpc.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 

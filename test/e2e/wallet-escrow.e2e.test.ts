@@ -1,14 +1,14 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresEscrow } from '../../src/commands/wallet/postgres-escrow.js';
+import { createSettlement } from '../../src/commands/wallet/settlement.js';
 import {
   type RequestCompleted,
   requestCompletedSchema,
 } from '../../src/events/envelopes/request-completed.js';
 import { PostgresEventStore } from '../../src/events/postgres/event-store.js';
 import { addUsd, formatUsd, mulUsd, parseUsd, subUsd, ZERO_USD } from '../../src/lib/money.js';
-import { PostgresEscrow } from '../../src/wallet/escrow.js';
-import { replayLedger } from '../../src/wallet/replay.js';
-import { createSettlement } from '../../src/wallet/settlement.js';
+import { replayLedger } from '../../src/projections/wallet/replay.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 

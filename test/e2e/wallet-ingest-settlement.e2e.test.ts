@@ -5,7 +5,7 @@ import {
   requestCompletedSchema,
 } from '../../src/events/envelopes/request-completed.js';
 import { addUsd, formatUsd, parseUsd, subUsd, ZERO_USD } from '../../src/lib/money.js';
-import { replayLedger } from '../../src/wallet/replay.js';
+import { replayLedger } from '../../src/projections/wallet/replay.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 

@@ -1,7 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { validateOrigin } from '../../commands/connections/origin.js';
+import { validateOrigin } from '../../lib/origin.js';
 import { withOwnPool } from '../../providers/azure/client.js';
+import { DEFAULT_DOMAIN } from '../../providers/azure/origin.js';
+import { controlPlaneOrigin, isRegion } from '../../providers/bedrock/origin.js';
 import {
   type Collection,
   CollectorError,
@@ -9,10 +11,8 @@ import {
   collectionCsv,
   INFERENCE_VERSION_ENV,
   inferenceVersion,
-} from '../../providers/azure/collector.js';
-import { DEFAULT_DOMAIN } from '../../providers/azure/origin.js';
-import { CollectError, describeRun, runCollect } from '../../providers/bedrock/collector-run.js';
-import { controlPlaneOrigin, isRegion } from '../../providers/bedrock/origin.js';
+} from '../catalog/azure.js';
+import { CollectError, describeRun, runCollect } from '../catalog/bedrock-run.js';
 import { CliError, emit } from '../output.js';
 import { progress } from '../progress.js';
 

@@ -9,8 +9,8 @@ import {
   replayDeadLetters,
   replaySubject,
   requestOf,
-} from '../../ingest/dlq.js';
-import { DLQ_REASONS } from '../../ingest/metrics.js';
+} from '../../projections/ingest/dlq.js';
+import { DLQ_REASONS } from '../../projections/ingest/metrics.js';
 import { emit, table } from '../output.js';
 import { progress } from '../progress.js';
 import { openDatabase, readConfig } from '../runtime.js';

@@ -1,17 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { validateOrigin } from '../../commands/connections/origin.js';
 import type { CommandContext } from '../../commands/decider.js';
 import { readArtifact } from '../../commands/registry/artifact.js';
 import { formatRefusal } from '../../commands/registry/csv.js';
-import {
-  type Adapter,
-  CAPABILITIES,
-  type Capabilities,
-  type EndpointFacts,
-  isAdapter,
-  LANE_NAME,
-} from '../../commands/registry/events.js';
+import { LANE_NAME } from '../../commands/registry/events.js';
 import {
   approveRateCards,
   importArtifact,
@@ -20,10 +12,18 @@ import {
 } from '../../commands/registry/handler.js';
 import type { ImportSummary } from '../../commands/registry/import.js';
 import type { PostgresEventStore } from '../../events/postgres/event-store.js';
-import { MODALITIES, type Modality } from '../../gateway/pricing/index.js';
 import { newId } from '../../lib/ids.js';
 import { tryParseUsd } from '../../lib/money.js';
+import { validateOrigin } from '../../lib/origin.js';
+import { MODALITIES, type Modality } from '../../pricing/index.js';
 import { catchUpRegistry, listEndpoints, sharedFactsFrom } from '../../projections/registry/queries.js';
+import {
+  type Adapter,
+  CAPABILITIES,
+  type Capabilities,
+  type EndpointFacts,
+  isAdapter,
+} from '../../providers/endpoint.js';
 import { CliError, emit, table } from '../output.js';
 import { progress } from '../progress.js';
 import { type Database, withEventStore } from '../runtime.js';

@@ -1,21 +1,15 @@
 import { assertNever } from '../../lib/assert.js';
-import type { DeploymentHostMetadata } from './deployment-host.js';
-import { validateApiKeySecret, validateDeploymentHostMetadata } from './deployment-host.js';
-import { objectOrEmpty, rejectUnknownKeys } from './fields.js';
-import type { ManagedRuntimeMetadata } from './managed-runtime.js';
+import { objectOrEmpty, rejectUnknownKeys } from '../../lib/fields.js';
+import { validateOrigin } from '../../lib/origin.js';
+import { invalid, type Validated, valid } from '../../lib/validated.js';
+import type { DeploymentHostMetadata } from '../../providers/azure/credentials.js';
+import { validateApiKeySecret, validateDeploymentHostMetadata } from '../../providers/azure/credentials.js';
+import type { ManagedRuntimeMetadata } from '../../providers/bedrock/credentials.js';
 import {
   parseAccessKeyPair,
   serializeAccessKeyPair,
   validateManagedRuntimeMetadata,
-} from './managed-runtime.js';
-import { validateOrigin } from './origin.js';
-import { invalid, type Validated, valid } from './result.js';
-
-export type { DeploymentHostMetadata } from './deployment-host.js';
-export type { AccessKeyPair, ManagedRuntimeMetadata } from './managed-runtime.js';
-export { parseAccessKeyPair } from './managed-runtime.js';
-export { isLoopbackHost, validateOrigin, validateProjectEndpoint } from './origin.js';
-export type { Validated } from './result.js';
+} from '../../providers/bedrock/credentials.js';
 
 /** Every provider a connection or platform key may name; each pair is a commercial and a government lane. */
 export const PROVIDERS = ['openai', 'anthropic', 'bedrock', 'bedrock-gov', 'azure', 'azure-gov'] as const;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type ConnectionInput, isLoopbackHost, validateConnection, validateOrigin } from './validation.js';
+import { isLoopbackHost, validateOrigin } from '../../lib/origin.js';
+import { type ConnectionInput, validateConnection } from './validation.js';
 
 /**
  * One row per rule of SPEC 2.6 (managed runtime), 2.7 (deployment host) and 4.7 (origins), plus the

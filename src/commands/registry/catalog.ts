@@ -1,7 +1,7 @@
-import { validateOrigin } from '../connections/origin.js';
+import { validateOrigin } from '../../lib/origin.js';
+import { CAPABILITIES, type EndpointFacts, NO_BASE_URL } from '../../providers/endpoint.js';
 import { CellReader } from './cells.js';
 import { type Cell, type CsvTable, type Parsed, readHeader, refuse, rowCells } from './csv.js';
-import { CAPABILITIES, type EndpointFacts } from './events.js';
 
 export const CATALOG_COLUMNS = [
   'model',
@@ -19,9 +19,6 @@ export const CATALOG_COLUMNS = [
   'enabled',
 ] as const;
 export type CatalogColumn = (typeof CATALOG_COLUMNS)[number];
-
-/** SPEC 2.8: the catalog's way of saying "this lane has no default origin". */
-export const NO_BASE_URL = 'https://unused.invalid';
 
 const MODEL_ID = /^[^\s\p{Cc}]{1,200}$/u;
 

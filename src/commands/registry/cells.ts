@@ -1,4 +1,4 @@
-import { MODALITIES, type Modality } from '../../gateway/pricing/index.js';
+import { MODALITIES, type Modality } from '../../pricing/index.js';
 import { type Cell, type Refusal, refuse } from './csv.js';
 
 const TRUE = new Set(['true', '1', 'yes']);

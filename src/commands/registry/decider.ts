@@ -1,7 +1,7 @@
-import type { RateRowInput } from '../../gateway/pricing/index.js';
 import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import { formatUsd, tryParseUsd } from '../../lib/money.js';
+import type { RateRowInput } from '../../pricing/index.js';
 import type { Decider } from '../decider.js';
 import type { RegistryCommand, RegistryEvent } from './events.js';
 import { checkAdapter, checkSharedFacts, decideImport } from './import.js';

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../lib/errors.js';
+import type { EndpointFacts } from '../../providers/endpoint.js';
 import { fold } from '../decider.js';
 import { readArtifact } from './artifact.js';
 import { formatRefusal } from './csv.js';
 import { registryDecider } from './decider.js';
-import type { Artifact, EndpointFacts, RegistryCommand, RegistryEvent, SharedModelFact } from './events.js';
+import type { Artifact, RegistryCommand, RegistryEvent, SharedModelFact } from './events.js';
 
 // Issue 5 "Must show": idempotent re-import writes zero events; retirement, approval flags and the
 // shared-capability refusal each have their own test. Given events, when a command, then events.

@@ -1,4 +1,5 @@
-import type { Modality, RateRowInput } from '../../gateway/pricing/index.js';
+import type { Modality, RateRowInput } from '../../pricing/index.js';
+import type { Adapter, EndpointFacts, ManagedBy } from '../../providers/endpoint.js';
 
 /**
  * The registry aggregate: one stream per lane (`registry-<lane>`). A lane is one upstream
@@ -6,49 +7,10 @@ import type { Modality, RateRowInput } from '../../gateway/pricing/index.js';
  * with its own name, credentials, prices and import history (SPEC 4.7).
  */
 
-export const ADAPTERS = ['openai', 'anthropic', 'bedrock', 'bedrock-gov', 'azure', 'azure-gov'] as const;
-export type Adapter = (typeof ADAPTERS)[number];
-
-export const isAdapter = (value: string): value is Adapter => (ADAPTERS as readonly string[]).includes(value);
-
 /** Lane names appear in `lane/model` selectors and stream ids: no slash, no spaces, lower case. */
 export const LANE_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 export const registryStream = (lane: string): string => `registry-${lane}`;
-
-export const CAPABILITIES = [
-  'chat',
-  'embeddings',
-  'responses',
-  'images',
-  'moderations',
-  'tools',
-  'streaming',
-  'reasoning',
-] as const;
-export type Capability = (typeof CAPABILITIES)[number];
-export type Capabilities = Record<Capability, boolean>;
-
-export type ManagedBy = 'import' | 'operator';
-
-/** What a catalog row (or the upsert command) says about one model on one lane. */
-export interface EndpointFacts {
-  model: string;
-  provider_model_id: string;
-  /** Lane default origin from the catalog; null when absent or `https://unused.invalid`. */
-  base_url: string | null;
-  display_name: string;
-  family: string;
-  release_date: string | null;
-  description: string;
-  capabilities: Capabilities;
-  input_modalities: Modality[];
-  output_modalities: Modality[];
-  /** Null only on operator upserts that did not state it; an import always has one. */
-  context_length: number | null;
-  max_output_tokens: number | null;
-  enabled: boolean;
-}
 
 /** One rate card of an artifact before the aggregate numbers it: rows hold exact per-unit prices. */
 export interface CardSpec {

@@ -1,11 +1,10 @@
 import type { EventStore } from '../../events/event-store.js';
+import type { Adapter, EndpointFacts } from '../../providers/endpoint.js';
 import type { CommandContext } from '../decider.js';
 import { type HandleResult, handleCommand } from '../handler.js';
 import { registryDecider } from './decider.js';
 import {
-  type Adapter,
   type Artifact,
-  type EndpointFacts,
   type RegistryCommand,
   type RegistryEvent,
   registryStream,

@@ -1,9 +1,8 @@
 import { ServiceError } from '../../lib/errors.js';
+import type { Adapter, EndpointFacts } from '../../providers/endpoint.js';
 import type {
-  Adapter,
   Artifact,
   CardSpec,
-  EndpointFacts,
   ImportCounts,
   RegistryCommand,
   RegistryEvent,

@@ -1,3 +1,4 @@
+import { formatUsd, MoneyError, perMillionToPerToken, tryParseUsd } from '../../lib/money.js';
 import {
   checkRateRow,
   compileRateCard,
@@ -6,8 +7,7 @@ import {
   type Modality,
   RateCardError,
   type RateRowInput,
-} from '../../gateway/pricing/index.js';
-import { formatUsd, MoneyError, perMillionToPerToken, tryParseUsd } from '../../lib/money.js';
+} from '../../pricing/index.js';
 import { CellReader } from './cells.js';
 import { type Cell, type CsvTable, type Parsed, type Refusal, readHeader, refuse, rowCells } from './csv.js';
 import type { CardSpec } from './events.js';

@@ -1,13 +1,7 @@
-import type { RateRowInput } from '../../gateway/pricing/index.js';
 import { assertNever } from '../../lib/assert.js';
-import {
-  type Adapter,
-  CAPABILITIES,
-  type EndpointFacts,
-  type EndpointUpsertedData,
-  type RateCardActivatedData,
-  type RegistryEvent,
-} from './events.js';
+import type { RateRowInput } from '../../pricing/index.js';
+import { type Adapter, CAPABILITIES, type EndpointFacts } from '../../providers/endpoint.js';
+import type { EndpointUpsertedData, RateCardActivatedData, RegistryEvent } from './events.js';
 
 export type EndpointState = EndpointUpsertedData & { retired: boolean; quarantined: boolean };
 export type CardState = RateCardActivatedData;

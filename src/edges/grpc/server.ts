@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import type { HealthRegistry } from '../../roles/health.js';
+import type { HealthRegistry } from '../../lib/health.js';
 import type { Role } from '../../roles/role.js';
 
 export const PROTO_ROOT = fileURLToPath(new URL('../../../proto/', import.meta.url));

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { HealthRegistry } from '../../roles/health.js';
+import { HealthRegistry } from '../../lib/health.js';
 import type { Role } from '../../roles/role.js';
 import { createHttpServer } from './server.js';
 

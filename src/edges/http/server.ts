@@ -2,9 +2,9 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from 'pino';
 import { Histogram, type Registry } from 'prom-client';
 import { renderApiError, ServiceError } from '../../lib/errors.js';
+import type { HealthRegistry } from '../../lib/health.js';
 import { newId } from '../../lib/ids.js';
 import { labelled } from '../../lib/metrics.js';
-import type { HealthRegistry } from '../../roles/health.js';
 import type { Role } from '../../roles/role.js';
 
 export interface HttpServerOptions {

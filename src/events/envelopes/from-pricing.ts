@@ -1,4 +1,4 @@
-import type { AudioCounter, PricingResult } from '../../gateway/pricing/types.js';
+import type { AudioCounter, PricingResult } from '../../pricing/types.js';
 import type { Billing, RequestCompleted, RequestUsage } from './request-completed.js';
 
 /** The envelope fields the pricing engine decides, taken from its result without reshaping money. */

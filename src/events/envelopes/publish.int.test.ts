@@ -3,12 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sampleDraft } from '../../../test/fixtures/envelopes/envelopes.fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
 import type { BusMessage } from '../bus.js';
 import { PostgresBus } from '../postgres/bus.js';
 import { createPool, type Pool } from '../postgres/pool.js';
 import { blake3Hex, bodyBytes } from './body.js';
-import { sampleDraft } from './envelopes.fixtures.js';
 import { RequestRecordPublisher } from './publish.js';
 import { isChunkedBody, requestCompletedSchema } from './request-completed.js';
 

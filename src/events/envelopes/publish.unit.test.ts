@@ -3,12 +3,12 @@ import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/p
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sampleDraft } from '../../../test/fixtures/envelopes/envelopes.fixtures.js';
+import { ScriptedBus } from '../../../test/fixtures/envelopes/scripted-bus.fixtures.js';
 import { blake3Hex, bodyBytes } from './body.js';
-import { sampleDraft } from './envelopes.fixtures.js';
 import { RequestRecordPublisher, type RequestRecordPublisherOptions } from './publish.js';
 import { buildRequestRecord } from './record.js';
 import { isChunkedBody, requestCompletedSchema } from './request-completed.js';
-import { ScriptedBus } from './scripted-bus.fixtures.js';
 import { decodeSpoolLine, REJECTED_FILE, spoolPath } from './spool.js';
 
 const SEGMENT = /^requests-\d{12}\.ndjson$/;

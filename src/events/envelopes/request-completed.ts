@@ -5,7 +5,7 @@ import {
   METERS,
   MODALITIES,
   type RateProvenance,
-} from '../../gateway/pricing/types.js';
+} from '../../pricing/types.js';
 
 /**
  * The request.completed envelope (SPEC 2.5, 6; issue 6 item 8): one JSON message per served or

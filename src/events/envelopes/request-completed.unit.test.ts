@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { sampleDraft } from '../../../test/fixtures/envelopes/envelopes.fixtures.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
-import { sampleDraft } from './envelopes.fixtures.js';
 import { buildRequestRecord } from './record.js';
 import { type RequestCompleted, requestCompletedSchema } from './request-completed.js';
 

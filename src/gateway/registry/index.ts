@@ -5,7 +5,6 @@ export {
   EMPTY_REGISTRY,
   type EndpointRecord,
   laneModelKey,
-  type RegistryEndpoint,
   type RegistrySnapshot,
   type RegistrySnapshotData,
 } from './snapshot.js';

@@ -1,6 +1,6 @@
-import type { Adapter, ManagedBy } from '../../commands/registry/events.js';
 import type { Pool } from '../../events/postgres/pool.js';
-import type { Meter, Modality, RateCardInput, RateRowInput } from '../pricing/index.js';
+import type { Meter, Modality, RateCardInput, RateRowInput } from '../../pricing/index.js';
+import type { Adapter, ManagedBy } from '../../providers/endpoint.js';
 import {
   buildRegistrySnapshot,
   type EndpointRecord,

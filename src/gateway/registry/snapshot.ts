@@ -1,28 +1,17 @@
-import type { Adapter, EndpointFacts, ManagedBy } from '../../commands/registry/events.js';
 import {
   type CompiledRateCard,
   compileRateCard,
   RateCardError,
   type RateCardInput,
   selectRateCard,
-} from '../pricing/index.js';
+} from '../../pricing/index.js';
+import type { Adapter, EndpointFacts, ManagedBy, RegistryEndpoint } from '../../providers/endpoint.js';
 
 /**
  * The registry as the gateway sees it: every endpoint with its compiled rate cards, held in memory
  * so the request path reads no database (ARCHITECTURE.md "The request path"). Built from the
  * registry read model by `loadRegistrySnapshot`, kept fresh by `RegistrySnapshotCache`.
  */
-
-export type RegistryEndpoint = Readonly<EndpointFacts> & {
-  readonly lane: string;
-  readonly adapter: Adapter;
-  readonly retired: boolean;
-  readonly quarantined: boolean;
-  readonly managed_by: ManagedBy;
-  readonly pricing_pinned: boolean;
-  /** Every card of the endpoint (all revisions and intervals); pricing picks by time and revision. */
-  readonly cards: readonly CompiledRateCard[];
-};
 
 /** A read-model row before its cards are compiled. */
 export type EndpointRecord = Omit<RegistryEndpoint, 'cards'>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RateCardInput } from '../pricing/index.js';
+import type { RateCardInput } from '../../pricing/index.js';
 import { buildRegistrySnapshot, type EndpointRecord } from './snapshot.js';
 
 // Issue 5 Build 5: only enabled, priced, non-retired, non-quarantined endpoints are routable.

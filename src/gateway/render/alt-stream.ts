@@ -1,6 +1,6 @@
 import type { ServiceError } from '../../lib/errors.js';
 import { eventFrame } from '../../lib/sse.js';
-import type { CanonicalChunk, FinishReason, Usage } from '../contract.js';
+import type { CanonicalChunk, FinishReason, Usage } from '../../providers/contract.js';
 import { altStopReason, altUsage, inputSide } from './alt.js';
 import type { ReplyIdentity } from './primary.js';
 

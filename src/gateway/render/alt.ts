@@ -1,5 +1,5 @@
 import { ERROR_CATALOGUE, type ServiceError } from '../../lib/errors.js';
-import type { CanonicalReply, FinishReason, ReplyBlock, Usage } from '../contract.js';
+import type { CanonicalReply, FinishReason, ReplyBlock, Usage } from '../../providers/contract.js';
 import type { ReplyIdentity } from './primary.js';
 
 /** Tiers the primary wire names for what the alternate wire calls standard (and leaves unsaid). */

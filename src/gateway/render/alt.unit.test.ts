@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../lib/errors.js';
-import type { CanonicalChunk, CanonicalReply, Usage } from '../contract.js';
+import type { CanonicalChunk, CanonicalReply, Usage } from '../../providers/contract.js';
 import { altStopReason, altUsage, renderAltErrorEnvelope, renderAltReply } from './alt.js';
 import { AltStreamRenderer } from './alt-stream.js';
 

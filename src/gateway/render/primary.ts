@@ -1,4 +1,4 @@
-import type { CanonicalChunk, CanonicalReply, Usage } from '../contract.js';
+import type { CanonicalChunk, CanonicalReply, Usage } from '../../providers/contract.js';
 
 /** Identity every frame of one reply carries (SPEC 4.1 rule 5: stable id, object, created, model). */
 export interface ReplyIdentity {

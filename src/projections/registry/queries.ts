@@ -1,6 +1,6 @@
 import type { SharedFactsSource } from '../../commands/registry/handler.js';
 import type { Pool } from '../../events/postgres/pool.js';
-import type { Modality } from '../../gateway/pricing/index.js';
+import type { Modality } from '../../pricing/index.js';
 import { runBatch } from '../runner.js';
 import { registryProjection } from './projection.js';
 

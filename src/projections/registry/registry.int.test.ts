@@ -4,13 +4,14 @@ import { createTestDatabase, type TestDatabase } from '../../../test/helpers/pos
 import type { CommandContext } from '../../commands/decider.js';
 import { readArtifact } from '../../commands/registry/artifact.js';
 import { formatRefusal } from '../../commands/registry/csv.js';
-import type { Adapter, Artifact } from '../../commands/registry/events.js';
+import type { Artifact } from '../../commands/registry/events.js';
 import { approveRateCards, importArtifact, upsertEndpoint } from '../../commands/registry/handler.js';
 import { PostgresEventStore } from '../../events/postgres/event-store.js';
 import { RegistrySnapshotCache } from '../../gateway/registry/cache.js';
 import type { RegistrySnapshot } from '../../gateway/registry/snapshot.js';
 import { ServiceError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import type { Adapter } from '../../providers/endpoint.js';
 import { ProjectionRunner, rebuildProjection } from '../runner.js';
 import { registryProjection } from './projection.js';
 import { listEndpoints, sharedFactsFrom } from './queries.js';

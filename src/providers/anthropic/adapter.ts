@@ -1,6 +1,12 @@
-import type { CanonicalRequest, CountOutcome, TokenCounter } from '../../gateway/contract.js';
+import type { CanonicalRequest } from '../contract.js';
 import { callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
-import type { AttemptFailure, AttemptOutcome, AttemptTarget, ProviderAdapter } from '../provider.js';
+import type {
+  AttemptFailure,
+  AttemptOutcome,
+  AttemptTarget,
+  CountOutcome,
+  ProviderAdapter,
+} from '../provider.js';
 import { messagesReply } from './reply.js';
 import { inBandError, type MessagesEvent, messagesChunks, upstreamEvents } from './stream.js';
 import { countBody, messagesBody, preservedBody } from './translate.js';
@@ -164,7 +170,7 @@ const countTokens = async (request: CanonicalRequest, target: AttemptTarget): Pr
  * The messages-style adapter (SPEC 4.1 rules 6-7, 4.2 rule 8; issue 7): tenant BYOK credentials as
  * x-api-key, our own anthropic-version, the caller's anthropic-beta forwarded verbatim only here.
  */
-export const anthropicAdapter: ProviderAdapter & TokenCounter = {
+export const anthropicAdapter: ProviderAdapter = {
   id: 'anthropic',
   chat: async (request, target): Promise<AttemptOutcome> => {
     let body: Record<string, unknown>;

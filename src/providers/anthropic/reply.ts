@@ -1,4 +1,4 @@
-import type { CanonicalReply, ReplyBlock, ToolCall } from '../../gateway/contract.js';
+import type { CanonicalReply, ReplyBlock, ToolCall } from '../contract.js';
 import { finishReasonOf, isObject, serviceTierOf, usageOf } from './usage.js';
 
 /**

@@ -1,5 +1,5 @@
-import type { CanonicalChunk } from '../../gateway/contract.js';
 import type { SseEvent } from '../../lib/sse.js';
+import type { CanonicalChunk } from '../contract.js';
 import { sseEvents, type UpstreamBody } from '../http.js';
 import { StreamFailure } from '../provider.js';
 import { finishReasonOf, isObject, mergeStreamUsage, serviceTierOf, usageOf } from './usage.js';

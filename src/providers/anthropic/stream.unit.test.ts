@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { CanonicalChunk } from '../../gateway/contract.js';
 import { renderPrimaryChunk } from '../../gateway/render/primary.js';
+import type { CanonicalChunk } from '../contract.js';
 import { StreamFailure } from '../provider.js';
 import { ChunkMapper, type MessagesEvent } from './stream.js';
 

@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../../gateway/contract.js';
+import type { ChatMessage } from '../contract.js';
 import { isObject } from './usage.js';
 
 export interface SystemBlock {

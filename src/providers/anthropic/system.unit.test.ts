@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ChatMessage } from '../../gateway/contract.js';
+import type { ChatMessage } from '../contract.js';
 import { hoistSystem, responseFormatInstruction } from './system.js';
 
 // SPEC 4.1 rule 6, system hoisting: the byte-identity cases spelled out one by one.

@@ -1,5 +1,6 @@
-import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../gateway/contract.js';
-import type { RegistryEndpoint } from '../../gateway/registry/snapshot.js';
+import type { CanonicalRequest, ChatMessage, ToolChoice } from '../contract.js';
+import type { RegistryEndpoint } from '../endpoint.js';
+
 import { hoistSystem, isHoisted, responseFormatInstruction } from './system.js';
 import { isObject } from './usage.js';
 

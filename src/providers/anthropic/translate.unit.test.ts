@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseChatBody } from '../../edges/http/gateway/chat.js';
-import type { CanonicalRequest } from '../../gateway/contract.js';
+import type { CanonicalRequest } from '../contract.js';
 import { countBody, messagesBody, preservedBody } from './translate.js';
 
 // SPEC 4.1 rule 6 (primary to messages-style) and 4.2 rule 8 (the preservation envelope), golden.

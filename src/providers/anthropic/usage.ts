@@ -1,4 +1,4 @@
-import type { FinishReason, Usage, UsageBreakdown } from '../../gateway/contract.js';
+import type { FinishReason, Usage, UsageBreakdown } from '../contract.js';
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,9 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type FakeAzure, startFakeAzure } from '../../../test/fakes/azure-openai.js';
-import type { CanonicalRequest } from '../../gateway/contract.js';
+import {
+  attemptTarget,
+  azureCredentials,
+  azureEndpoint,
+} from '../../../test/fixtures/azure/azure.fixtures.js';
+import type { CanonicalRequest } from '../contract.js';
 import type { JsonOutcome, RelayedEvent } from '../provider.js';
 import { azureAdapter } from './adapter.js';
-import { attemptTarget, azureCredentials, azureEndpoint } from './azure.fixtures.js';
 
 // SPEC 4.7 deployment-host embeddings and responses through the adapter against the fake resource.
 // The responses call always names the resource host https://{resource}.{domain}; the upstream

@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeAzure, startFakeAzure } from '../../../test/fakes/azure-openai.js';
-import type { CanonicalChunk } from '../../gateway/contract.js';
+import {
+  attemptTarget,
+  azureCredentials,
+  azureEndpoint,
+  chatRequest,
+} from '../../../test/fixtures/azure/azure.fixtures.js';
+import type { CanonicalChunk } from '../contract.js';
 import { azureAdapter } from './adapter.js';
-import { attemptTarget, azureCredentials, azureEndpoint, chatRequest } from './azure.fixtures.js';
 import { azureHttp } from './client.js';
 import { deploymentCall, embeddingsRequest, responsesRequest } from './requests.js';
 

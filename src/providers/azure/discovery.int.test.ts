@@ -4,7 +4,6 @@ import { type FakeAzure, startFakeAzure } from '../../../test/fakes/azure-openai
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
 import { connectionStream, platformKeyStream } from '../../commands/connections/decider.js';
 import type { ControlPlane } from '../../commands/control-plane/service.js';
-import type { EndpointFacts } from '../../commands/registry/events.js';
 import { upsertEndpoint } from '../../commands/registry/handler.js';
 import { PostgresEventStore } from '../../events/postgres/event-store.js';
 import { ServiceError } from '../../lib/errors.js';
@@ -12,6 +11,7 @@ import { newId } from '../../lib/ids.js';
 import { auditRecordOf } from '../../projections/audit-relay/audit-record.js';
 import { catchUpRegistry, sharedFactsFrom } from '../../projections/registry/queries.js';
 import { makeControlPlane } from '../../roles/control-plane.js';
+import type { EndpointFacts } from '../endpoint.js';
 import { azureHttp } from './client.js';
 import { discoverDeployments } from './discover.js';
 

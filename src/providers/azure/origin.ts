@@ -1,10 +1,7 @@
-import {
-  type DeploymentHostMetadata,
-  validateDeploymentHostMetadata,
-} from '../../commands/connections/deployment-host.js';
-import { validateOrigin } from '../../commands/connections/origin.js';
-import type { Validated } from '../../commands/connections/result.js';
-import { NO_BASE_URL } from '../../commands/registry/catalog.js';
+import { validateOrigin } from '../../lib/origin.js';
+import type { Validated } from '../../lib/validated.js';
+import { NO_BASE_URL } from '../endpoint.js';
+import { type DeploymentHostMetadata, validateDeploymentHostMetadata } from './credentials.js';
 
 /** The deployment-host lanes: one commercial, one government (ARCHITECTURE.md provider ids). */
 export type DeploymentHostAdapter = 'azure' | 'azure-gov';

@@ -1,6 +1,6 @@
-import type { DeploymentHostMetadata } from '../../commands/connections/deployment-host.js';
-import type { RegistryEndpoint } from '../../gateway/registry/snapshot.js';
+import type { RegistryEndpoint } from '../endpoint.js';
 import type { AttemptFailure, Credentials } from '../provider.js';
+import type { DeploymentHostMetadata } from './credentials.js';
 import {
   type DeploymentHostAdapter,
   deploymentFor,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { azureCredentials, azureEndpoint } from './azure.fixtures.js';
+import { azureCredentials, azureEndpoint } from '../../../test/fixtures/azure/azure.fixtures.js';
 import { deploymentFor, resolveOrigin, shortDeploymentName } from './origin.js';
 import {
   chatUrl,

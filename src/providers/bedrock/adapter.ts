@@ -1,7 +1,7 @@
-import { type AccessKeyPair, parseAccessKeyPair } from '../../commands/connections/validation.js';
-import type { CanonicalRequest } from '../../gateway/contract.js';
+import type { CanonicalRequest } from '../contract.js';
 import { callUpstream, readCapped, type UpstreamResponse } from '../http.js';
 import type { AttemptFailure, AttemptOutcome, AttemptTarget, ProviderAdapter } from '../provider.js';
+import { type AccessKeyPair, parseAccessKeyPair } from './credentials.js';
 import { runtimeEmbeddings } from './embeddings.js';
 import { type RuntimeEvent, runtimeEvents } from './eventstream.js';
 import { bodyMessage, documentedStatus, exceptionFailure, exceptionName } from './exceptions.js';

@@ -1,4 +1,4 @@
-import type { CanonicalRequest, Usage } from '../../gateway/contract.js';
+import type { CanonicalRequest, Usage } from '../contract.js';
 import { readCapped, type UpstreamResponse } from '../http.js';
 import {
   type AttemptFailure,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { CanonicalRequest } from '../../gateway/contract.js';
-import { attemptTarget, azureEndpoint } from '../azure/azure.fixtures.js';
+import { attemptTarget, azureEndpoint } from '../../../test/fixtures/azure/azure.fixtures.js';
+import type { CanonicalRequest } from '../contract.js';
 import type { AttemptFailure } from '../provider.js';
 import {
   embeddingsList,

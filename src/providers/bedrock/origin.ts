@@ -1,4 +1,5 @@
-import { type Validated, validateOrigin } from '../../commands/connections/validation.js';
+import { validateOrigin } from '../../lib/origin.js';
+import type { Validated } from '../../lib/validated.js';
 
 export type ManagedRuntimeAdapter = 'bedrock' | 'bedrock-gov';
 

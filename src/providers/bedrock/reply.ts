@@ -1,4 +1,4 @@
-import type { CanonicalReply, FinishReason, ToolCall, Usage } from '../../gateway/contract.js';
+import type { CanonicalReply, FinishReason, ToolCall, Usage } from '../contract.js';
 
 /** SPEC 4.7 rule 5: stopReason to finish_reason; every reason not named is an ordinary stop. */
 export const finishReasonOf = (stopReason: unknown): FinishReason => {

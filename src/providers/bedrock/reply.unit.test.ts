@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CanonicalChunk } from '../../gateway/contract.js';
+import type { CanonicalChunk } from '../contract.js';
 import { StreamFailure } from '../provider.js';
 import type { RuntimeEvent } from './eventstream.js';
 import { converseReply, finishReasonOf } from './reply.js';

@@ -1,5 +1,5 @@
 import { AwsV4Signer } from 'aws4fetch';
-import type { AccessKeyPair } from '../../commands/connections/validation.js';
+import type { AccessKeyPair } from './credentials.js';
 
 /** The signing name of both the runtime and the control plane (not the `bedrock-runtime` host label). */
 export const SIGNING_SERVICE = 'bedrock';

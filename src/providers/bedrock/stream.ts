@@ -1,4 +1,4 @@
-import type { CanonicalChunk } from '../../gateway/contract.js';
+import type { CanonicalChunk } from '../contract.js';
 import { StreamFailure } from '../provider.js';
 import type { RuntimeEvent } from './eventstream.js';
 import { exceptionName, redactMessage } from './exceptions.js';

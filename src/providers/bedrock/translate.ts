@@ -1,4 +1,4 @@
-import type { CanonicalRequest, ChatMessage } from '../../gateway/contract.js';
+import type { CanonicalRequest, ChatMessage } from '../contract.js';
 
 /**
  * SPEC 4.7 request translation (conversation runtime), rules 1-4, plus the refusals of SPEC 8 (n)

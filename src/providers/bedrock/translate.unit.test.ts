@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CanonicalRequest, ChatMessage } from '../../gateway/contract.js';
+import type { CanonicalRequest, ChatMessage } from '../contract.js';
 import { translateChat } from './translate.js';
 
 const request = (raw: Record<string, unknown>, extra: Partial<CanonicalRequest> = {}): CanonicalRequest => ({

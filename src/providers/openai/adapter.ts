@@ -1,10 +1,4 @@
-import type {
-  CanonicalChunk,
-  CanonicalReply,
-  CanonicalRequest,
-  ChatMessage,
-  Usage,
-} from '../../gateway/contract.js';
+import type { CanonicalChunk, CanonicalReply, CanonicalRequest, ChatMessage, Usage } from '../contract.js';
 import { callUpstream, failureFromStatus, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptOutcome,

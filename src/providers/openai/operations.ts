@@ -1,4 +1,4 @@
-import type { Usage } from '../../gateway/contract.js';
+import type { Usage } from '../contract.js';
 import { failureFromStatus, readCapped, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptFailure,

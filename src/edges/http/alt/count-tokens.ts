@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type CanonicalRequest, countsTokens } from '../../../gateway/contract.js';
+import { altDialect } from '../../../gateway/render/alt-dialect.js';
 import { failureError } from '../../../gateway/render/failures.js';
-import { routeRules } from '../../../providers/anthropic/route.js';
+import { routeRules } from '../../../gateway/route-rules.js';
+import type { CanonicalRequest } from '../../../providers/contract.js';
 import { admit, type GatewayDeps, openRequest } from '../gateway/serve.js';
-import { altDialect } from './dialect.js';
 
 /** SPEC 8 token estimate: ceil(serialized internal body bytes / 4), max_tokens dropped. */
 export const estimateTokens = (canonical: CanonicalRequest): number => {
@@ -43,7 +43,7 @@ export const serveCountTokens = async (
     scope.finish(200, undefined, completed.tracing.full ? Buffer.from(text) : null);
     return reply.code(200).type('application/json').send(text);
   };
-  if (!adapter || !countsTokens(adapter) || !credentials) return answer(estimateTokens(canonical));
+  if (!adapter?.countTokens || !credentials) return answer(estimateTokens(canonical));
 
   const abort = new AbortController();
   const started = Date.now();

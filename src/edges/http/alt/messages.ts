@@ -1,5 +1,5 @@
-import type { ChatMessage, ContentPart, ToolCall } from '../../../gateway/contract.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ChatMessage, ContentPart, ToolCall } from '../../../providers/contract.js';
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);

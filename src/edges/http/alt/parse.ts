@@ -1,5 +1,5 @@
-import type { CanonicalRequest, Route } from '../../../gateway/contract.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { CanonicalRequest, Route } from '../../../providers/contract.js';
 import { parseChatBody } from '../gateway/chat.js';
 import { internalMessages, internalSystem, isObject } from './messages.js';
 

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Route } from '../../../gateway/contract.js';
-import { routeRules } from '../../../providers/anthropic/route.js';
+import { altDialect } from '../../../gateway/render/alt-dialect.js';
+import { routeRules } from '../../../gateway/route-rules.js';
+import type { Route } from '../../../providers/contract.js';
 import { receivedBytes } from '../gateway/received-bytes.js';
 import { type GatewayDeps, serveCompletion } from '../gateway/serve.js';
 import { serveCountTokens } from './count-tokens.js';
-import { altDialect } from './dialect.js';
 import { parseAltBody } from './parse.js';
 
 /** alt-beta as received: several headers join as one list, each value kept verbatim (SPEC 9.2). */

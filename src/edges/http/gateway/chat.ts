@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../../gateway/contract.js';
+import { primaryDialect } from '../../../gateway/render/dialect.js';
+import { routeRules } from '../../../gateway/route-rules.js';
 import { ServiceError } from '../../../lib/errors.js';
-import { routeRules } from '../../../providers/anthropic/route.js';
-import { primaryDialect } from './dialect.js';
+import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../../providers/contract.js';
 import { receivedBytes } from './received-bytes.js';
 import { type GatewayDeps, serveCompletion } from './serve.js';
 

@@ -1,5 +1,5 @@
-import type { CanonicalRequest } from '../../../gateway/contract.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { CanonicalRequest } from '../../../providers/contract.js';
 
 /**
  * The bodies of the primary dialect's JSON operations (SPEC 4.1: embeddings, responses). The gateway

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { RegistryEndpoint, RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
+import type { RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
 import type { TenancySnapshot } from '../../../gateway/tenancy.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { RegistryEndpoint } from '../../../providers/endpoint.js';
 
 interface ModelObject {
   id: string;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { RegistryEndpoint } from '../../../gateway/registry/snapshot.js';
+import type { RegistryEndpoint } from '../../../providers/endpoint.js';
+
 import { catalogOf } from './models.js';
 
 const endpoint = (lane: string, adapter: string, model: string, responses: boolean): RegistryEndpoint =>

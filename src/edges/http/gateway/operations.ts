@@ -1,19 +1,19 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Capability } from '../../../commands/registry/events.js';
-import type { CanonicalRequest, RouteVerdict, Usage } from '../../../gateway/contract.js';
 import { estimatedUsage } from '../../../gateway/metering.js';
 import type { AttemptCall } from '../../../gateway/pipeline.js';
-import type { RegistryEndpoint } from '../../../gateway/registry/snapshot.js';
+import { primaryDialect } from '../../../gateway/render/dialect.js';
+import { type RouteVerdict, refuseHostedTools } from '../../../gateway/route-rules.js';
+
 import { ERROR_CATALOGUE, ServiceError } from '../../../lib/errors.js';
 import { eventFrame } from '../../../lib/sse.js';
-import { refuseHostedTools } from '../../../providers/anthropic/route.js';
+import type { CanonicalRequest, Usage } from '../../../providers/contract.js';
+import type { Capability, RegistryEndpoint } from '../../../providers/endpoint.js';
 import {
   type JsonOperation,
   type JsonReply,
   type RelayedEvent,
   unsupportedOperation,
 } from '../../../providers/provider.js';
-import { primaryDialect } from './dialect.js';
 import { EventStreamWriter } from './event-stream.js';
 import { embeddingsPromptTokens, parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
 import { receivedBytes } from './received-bytes.js';

@@ -1,16 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Adapter, Capability } from '../../../commands/registry/events.js';
+import type { EscrowPort } from '../../../commands/wallet/ports.js';
 import type { ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
 import type { CompletedRequest, CompletionSink } from '../../../gateway/completed.js';
-import type {
-  CanonicalChunk,
-  CanonicalReply,
-  CanonicalRequest,
-  RouteVerdict,
-  Usage,
-} from '../../../gateway/contract.js';
-import type { EscrowPort } from '../../../gateway/escrow.js';
 import { estimatedUsage, observedUsage, pricingUsageOf } from '../../../gateway/metering.js';
 import {
   type AttemptCall,
@@ -18,23 +10,26 @@ import {
   type PipelineResult,
   runAttempts,
 } from '../../../gateway/pipeline.js';
-import {
-  type EscrowShape,
-  escrowEstimate,
-  type Operation as PricingOperation,
-  priceUsage,
-} from '../../../gateway/pricing/index.js';
 import type { RateLimiter } from '../../../gateway/rate-limit.js';
-import type { RegistryEndpoint, RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
+import type { RegistrySnapshot } from '../../../gateway/registry/snapshot.js';
+import type { Dialect } from '../../../gateway/render/dialect.js';
 import { failureError } from '../../../gateway/render/failures.js';
+import type { RouteVerdict } from '../../../gateway/route-rules.js';
 import { selectCandidates } from '../../../gateway/selector.js';
 import type { TenancySnapshot } from '../../../gateway/tenancy.js';
 import { ERROR_CATALOGUE, ServiceError } from '../../../lib/errors.js';
 import { newId } from '../../../lib/ids.js';
 import { formatUsd, maxUsd, type Usd } from '../../../lib/money.js';
+import {
+  type EscrowShape,
+  escrowEstimate,
+  type Operation as PricingOperation,
+  priceUsage,
+} from '../../../pricing/index.js';
+import type { CanonicalChunk, CanonicalReply, CanonicalRequest, Usage } from '../../../providers/contract.js';
+import type { Adapter, Capability, RegistryEndpoint } from '../../../providers/endpoint.js';
 import type { AttemptTarget, ProviderAdapter } from '../../../providers/provider.js';
 import { StreamFailure } from '../../../providers/provider.js';
-import type { Dialect } from './dialect.js';
 import { EventStreamWriter } from './event-stream.js';
 
 export interface GatewayDeps {

@@ -1,0 +1,110 @@
+import { ServiceError } from '../lib/errors.js';
+import { isObject } from '../providers/anthropic/usage.js';
+import type { CanonicalRequest } from '../providers/contract.js';
+import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
+
+/** Adapters speaking the messages-style wire (ARCHITECTURE.md: provider id `anthropic`). */
+export const MESSAGES_STYLE: ReadonlySet<Adapter> = new Set<Adapter>(['anthropic']);
+
+/** The candidates a request may go to after route-level rules, or why none may (decided before any attempt). */
+export type RouteVerdict = { ok: true; candidates: RegistryEndpoint[] } | { ok: false; error: ServiceError };
+
+const named = (list: readonly RegistryEndpoint[]) => list.map((e) => `${e.lane}/${e.model}`).join(', ');
+
+const others = (list: readonly RegistryEndpoint[], what: string) =>
+  list.length > 0
+    ? `; the route's other candidates (${named(list)}) can serve it: name one of them as model`
+    : `; no other candidate of this route can serve ${what}`;
+
+/**
+ * SPEC 4.1 rule 6: n other than absent, null or 1 is refused once for the whole route when any
+ * candidate is messages-style, even if another candidate could serve it; the message names those.
+ */
+export const refuseN = (
+  request: CanonicalRequest,
+  candidates: readonly RegistryEndpoint[],
+): ServiceError | null => {
+  const n = request.n;
+  if (n === undefined || n === null || n === 1) return null;
+  const messages = candidates.filter((e) => MESSAGES_STYLE.has(e.adapter));
+  if (messages.length === 0) return null;
+  return new ServiceError(
+    'invalid_request_error',
+    `n=${JSON.stringify(n)} is not supported by messages-style candidates (${named(messages)}), which accept only n absent, null or 1${others(
+      candidates.filter((e) => !MESSAGES_STYLE.has(e.adapter)),
+      `n=${JSON.stringify(n)}`,
+    )}`,
+    { param: 'n' },
+  );
+};
+
+/** Families of paid hosted tools, matched by prefix so preview and dated revisions match too. */
+const HOSTED_FAMILIES = ['web_search', 'computer_use', 'code_interpreter', 'image_generation'];
+
+const hostedTools = (request: CanonicalRequest): string[] => {
+  const found: string[] = [];
+  if (Array.isArray(request.tools))
+    for (const t of request.tools)
+      if (
+        isObject(t) &&
+        typeof t.type === 'string' &&
+        HOSTED_FAMILIES.some((f) => (t.type as string).startsWith(f))
+      )
+        found.push(t.type);
+  if (isObject(request.raw.web_search_options)) found.push('web_search_options');
+  return found;
+};
+
+/**
+ * SPEC 4.1 rule 8: paid hosted tools cannot be metered on the reference provider, so a route that
+ * includes one of its candidates refuses them whole, naming the candidates that could serve them.
+ */
+export const refuseHostedTools = (
+  request: CanonicalRequest,
+  candidates: readonly RegistryEndpoint[],
+): ServiceError | null => {
+  const tools = hostedTools(request);
+  if (tools.length === 0) return null;
+  const reference = candidates.filter((e) => e.adapter === 'openai');
+  if (reference.length === 0) return null;
+  return new ServiceError(
+    'bad_request',
+    `paid hosted tools (${[...new Set(tools)].join(', ')}) cannot be metered on ${named(reference)}${others(
+      candidates.filter((e) => e.adapter !== 'openai'),
+      'them',
+    )}`,
+    { param: 'tools' },
+  );
+};
+
+/**
+ * SPEC 4.2 rule 8 and 4.1 rule 3: extended thinking pins the route to messages-style endpoints that
+ * advertise reasoning; none left is a 400 with no upstream call and no attempt.
+ */
+export const pinForThinking = (
+  request: CanonicalRequest,
+  candidates: readonly RegistryEndpoint[],
+): RouteVerdict => {
+  if (!request.preserved?.thinking) return { ok: true, candidates: [...candidates] };
+  const pinned = candidates.filter((e) => MESSAGES_STYLE.has(e.adapter) && e.capabilities.reasoning);
+  if (pinned.length > 0) return { ok: true, candidates: pinned };
+  return {
+    ok: false,
+    error: new ServiceError(
+      'no_compatible_candidate',
+      `extended thinking needs a messages-style endpoint advertising reasoning; none of ${named(candidates)} is one`,
+      { param: 'thinking' },
+    ),
+  };
+};
+
+/** Every route-level rule of SPEC 4.1 and 4.2 for chat-shaped requests, in order. */
+export const routeRules = (
+  request: CanonicalRequest,
+  candidates: readonly RegistryEndpoint[],
+): RouteVerdict => {
+  const pinned = pinForThinking(request, candidates);
+  if (!pinned.ok) return pinned;
+  const refusal = refuseN(request, pinned.candidates) ?? refuseHostedTools(request, pinned.candidates);
+  return refusal ? { ok: false, error: refusal } : pinned;
+};
