@@ -5,13 +5,18 @@ import { renderApiError, ServiceError } from '../../lib/errors.js';
 import type { HealthRegistry } from '../../lib/health.js';
 import { newId } from '../../lib/ids.js';
 import { labelled } from '../../lib/metrics.js';
-import type { Role } from '../../roles/role.js';
+
+/** A part of the process that serves HTTP routes (a role): its name, and its routes in their own scope. */
+export interface HttpMount {
+  name: string;
+  http?(app: FastifyInstance): Promise<void> | void;
+}
 
 export interface HttpServerOptions {
   logger: Logger;
   metrics: Registry;
   health: HealthRegistry;
-  roles: readonly Role[];
+  roles: readonly HttpMount[];
   bodyLimit?: number;
 }
 
