@@ -1,17 +1,13 @@
 import {
   AckPolicy,
-  type ConsumerMessages,
   connect,
   DeliverPolicy,
   DiscardPolicy,
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
-  type MsgHdrs,
   type NatsConnection,
-  NatsError,
   nanos,
-  headers as natsHeaders,
   RetentionPolicy,
   StorageType,
   type StreamConfig,
@@ -24,7 +20,6 @@ import {
   type ConsumeOptions,
   type ConsumerHandle,
   DEFAULT_BUS_TIMEOUT_MS,
-  DEFAULT_DLQ_REASON,
   DEFAULT_DUPLICATE_WINDOW_MS,
   deadLetterHeaders,
   deadLetterMessageId,
@@ -48,6 +43,15 @@ import {
   subjectToken,
   unprefixed,
 } from '../subjects.js';
+import { NatsConsumer } from './consumer.js';
+import {
+  CONSUMER_NOT_FOUND,
+  isApiError,
+  STREAM_NOT_FOUND,
+  toNatsHeaders,
+  unavailable,
+  userHeaders,
+} from './wire.js';
 
 /** NATS JetStream adapter of the bus port. */
 
@@ -62,48 +66,6 @@ export interface NatsBusOptions {
   replicas?: number;
   connectionName?: string;
 }
-
-const UNAVAILABLE_CODES = new Set<string>([
-  'TIMEOUT',
-  'CONNECTION_CLOSED',
-  'CONNECTION_DRAINING',
-  'CONNECTION_REFUSED',
-  'CONNECTION_TIMEOUT',
-  'DISCONNECT',
-  '503', // no responders: JetStream or the stream's leader is not there right now
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-]);
-
-const unavailable = (what: string, err: unknown): unknown => {
-  if (err instanceof BusUnavailableError) return err;
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) {
-    return new BusUnavailableError(`${what}: ${(err as Error).message || code}`, { cause: err });
-  }
-  return err;
-};
-
-const STREAM_NOT_FOUND = 10059;
-const CONSUMER_NOT_FOUND = 10014;
-const isApiError = (err: unknown, errCode: number) =>
-  err instanceof NatsError && err.api_error?.err_code === errCode;
-
-/** User headers only: the server's own (Nats-Msg-Id, ...) are read into fields instead. */
-const userHeaders = (h: MsgHdrs | undefined): Record<string, string> => {
-  const out: Record<string, string> = {};
-  if (!h) return out;
-  for (const key of h.keys()) if (!/^nats-/i.test(key)) out[key] = h.get(key);
-  return out;
-};
-
-const toNatsHeaders = (record: Record<string, string> | undefined): MsgHdrs | undefined => {
-  if (!record || Object.keys(record).length === 0) return undefined;
-  const h = natsHeaders();
-  for (const [k, v] of Object.entries(record)) h.set(k, v);
-  return h;
-};
 
 /** Only the fields this adapter manages; others (set by an operator) are left as they are. */
 const sameConfig = (have: StreamConfig, want: Partial<StreamConfig>): boolean =>
@@ -407,67 +369,5 @@ export class NatsBus implements Bus {
     const nc = await pending?.catch(() => undefined);
     // drain() sends the acks still buffered before closing.
     await nc?.drain().catch(() => nc.close());
-  }
-}
-
-/** One durable pull consumer's loop in this process. */
-class NatsConsumer {
-  private stopped = false;
-  private messages: ConsumerMessages | undefined;
-  private running: Promise<void> = Promise.resolve();
-
-  constructor(
-    private readonly bus: NatsBus,
-    private readonly stream: string,
-    private readonly name: string,
-    private readonly handler: MessageHandler,
-    private readonly options: ConsumeOptions & { batchSize: number },
-  ) {}
-
-  start(): void {
-    this.running = this.loop();
-  }
-
-  /**
-   * The client ends the iterator only after it has yielded the messages already buffered, so the
-   * loop keeps iterating (without handling them: they come back after ack_wait) until it ends.
-   */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.messages?.stop();
-    await this.running;
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      try {
-        const consumer = await this.bus.run('get consumer', (nc) =>
-          nc.jetstream().consumers.get(this.stream, this.name),
-        );
-        this.messages = await consumer.consume({ max_messages: this.options.batchSize });
-        if (this.stopped) this.messages.stop();
-        for await (const msg of this.messages) {
-          if (!this.stopped) await this.dispatch(msg);
-        }
-      } catch (err) {
-        this.options.onError?.(err);
-      }
-      // The iterator ends on close, or when the server lost the consumer: look again shortly.
-      if (!this.stopped) await new Promise((resolve) => setTimeout(resolve, 1_000));
-    }
-  }
-
-  private async dispatch(msg: JsMsg): Promise<void> {
-    try {
-      if (msg.info.deliveryCount > this.options.maxDeliveries) {
-        // This delivery is one past the budget and was never handed to the handler.
-        const reason = this.options.dlqReason ?? DEFAULT_DLQ_REASON;
-        await this.bus.deadLetter(this.name, msg, reason, this.options.maxDeliveries);
-      } else {
-        await this.handler(this.bus.toMessage(this.name, msg));
-      }
-    } catch (err) {
-      this.options.onError?.(err);
-    }
   }
 }

@@ -2,12 +2,10 @@ import pg from 'pg';
 import {
   type Bus,
   type BusHealth,
-  type BusMessage,
   BusUnavailableError,
   type ConsumeOptions,
   type ConsumerHandle,
   DEFAULT_BUS_TIMEOUT_MS,
-  DEFAULT_DLQ_REASON,
   DEFAULT_DUPLICATE_WINDOW_MS,
   deadLetterHeaders,
   deadLetterMessageId,
@@ -31,6 +29,7 @@ import {
   subjectToken,
   unprefixed,
 } from '../subjects.js';
+import { type LeasedRow, PostgresConsumer } from './bus-consumer.js';
 import type { Pool } from './pool.js';
 
 /** Postgres-table adapter of the bus port (migrations/postgres/0002_bus.sql). */
@@ -48,44 +47,6 @@ export interface PostgresBusOptions {
   pollMs?: number;
   housekeepingMs?: number;
 }
-
-interface LeasedRow {
-  seq: number;
-  delivery_count: number;
-  exhausted: boolean;
-  subject: string;
-  message_id: string;
-  /** Base64. */
-  data: string;
-  headers: Record<string, string>;
-}
-
-// Payloads travel as base64 (the protocol carries text only): a third smaller than bytea's hex
-// form, and quicker to decode on the consumer's event loop.
-// Ordering per subject: a row is handed out only when no other unsettled row of its subject is
-// earlier, and none of its subject is currently leased or nak-delayed. Rows that have used up
-// their deliveries are leased without counting, flagged `exhausted`, and dead-lettered by the loop.
-const LEASE_SQL = `
-WITH picked AS (
-  SELECT d.consumer, d.seq, d.delivery_count FROM svc_bus_deliveries d
-   WHERE d.consumer = $1 AND d.visible_at <= now()
-     AND NOT EXISTS (
-       SELECT 1 FROM svc_bus_deliveries e
-        WHERE e.consumer = d.consumer AND e.subject = d.subject AND e.seq <> d.seq
-          AND (e.seq < d.seq OR e.visible_at > now()))
-   ORDER BY d.seq LIMIT $2
-   FOR UPDATE OF d SKIP LOCKED
-), leased AS (
-  UPDATE svc_bus_deliveries d
-     SET delivery_count = CASE WHEN picked.delivery_count >= $4 THEN d.delivery_count ELSE d.delivery_count + 1 END,
-         visible_at = now() + $3 * interval '1 millisecond'
-    FROM picked
-   WHERE d.consumer = picked.consumer AND d.seq = picked.seq
-  RETURNING d.seq, d.delivery_count, picked.delivery_count >= $4 AS exhausted
-)
-SELECT l.seq, l.delivery_count, l.exhausted, m.subject, m.message_id, encode(m.data, 'base64') AS data, m.headers
-  FROM leased l JOIN svc_bus_messages m ON m.seq = l.seq
- ORDER BY l.seq`;
 
 /** pg sends a Buffer inside an array as bytea; a plain Uint8Array would go as text. */
 const toBuffer = (data: Uint8Array | string): Buffer => {
@@ -355,208 +316,5 @@ export class PostgresBus implements Bus {
     await this.listening;
     await this.listener?.end().catch(() => {});
     this.listener = null;
-  }
-}
-
-/** One durable consumer's fetch loop in this process. */
-class PostgresConsumer {
-  private stopped = false;
-  private running: Promise<void> = Promise.resolve();
-  private wakeUp: (() => void) | null = null;
-  private woken = false;
-  /** seq -> lease expiry (ms), for messages handed out and not yet settled. */
-  private readonly inFlight = new Map<number, number>();
-  private ackQueue: { seq: number; done: () => void; fail: (err: unknown) => void }[] = [];
-  private ackScheduled = false;
-  private readonly batchSize: number;
-  private readonly maxInFlight: number;
-
-  constructor(
-    private readonly bus: PostgresBus,
-    private readonly pool: Pool,
-    private readonly name: string,
-    private readonly handler: MessageHandler,
-    private readonly options: ConsumeOptions,
-    private readonly pollMs: number,
-    private readonly prefix: string,
-  ) {
-    this.batchSize = options.batchSize ?? 100;
-    this.maxInFlight = options.maxInFlight ?? this.batchSize * 4;
-  }
-
-  start(): void {
-    this.running = this.loop();
-  }
-
-  wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake();
-    await this.running;
-    await this.flushAcks();
-  }
-
-  private report(err: unknown): void {
-    this.options.onError?.(err);
-  }
-
-  private capacity(): number {
-    const now = Date.now();
-    for (const [seq, expiry] of this.inFlight) if (expiry <= now) this.inFlight.delete(seq);
-    return Math.min(this.batchSize, this.maxInFlight - this.inFlight.size);
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      this.woken = false;
-      const limit = this.capacity();
-      if (limit <= 0) {
-        await this.sleep(this.options.ackWaitMs);
-        continue;
-      }
-      let rows: LeasedRow[];
-      try {
-        rows = (
-          await this.bus.run('bus lease', () =>
-            this.pool.query<LeasedRow>(LEASE_SQL, [
-              this.name,
-              limit,
-              this.options.ackWaitMs,
-              this.options.maxDeliveries,
-            ]),
-          )
-        ).rows;
-      } catch (err) {
-        this.report(err);
-        await this.sleep(this.pollMs);
-        continue;
-      }
-      for (const row of rows) {
-        if (this.stopped) break;
-        await this.dispatch(row);
-      }
-      if (rows.length === limit || this.woken) continue;
-      await this.sleep(await this.idleDelay());
-    }
-  }
-
-  private async dispatch(row: LeasedRow): Promise<void> {
-    if (row.exhausted) {
-      await this.bus
-        .moveToDeadLetter(this.name, row, this.options.dlqReason ?? DEFAULT_DLQ_REASON)
-        .catch((err: unknown) => this.report(err));
-      return;
-    }
-    this.inFlight.set(row.seq, Date.now() + this.options.ackWaitMs);
-    try {
-      await this.handler(this.toMessage(row));
-    } catch (err) {
-      this.report(err);
-    }
-  }
-
-  private toMessage(row: LeasedRow): BusMessage {
-    let settled = false;
-    const settle = () => {
-      if (settled) return false;
-      settled = true;
-      this.inFlight.delete(row.seq);
-      return true;
-    };
-    const data = Buffer.from(row.data, 'base64');
-    return {
-      subject: unprefixed(this.prefix, row.subject),
-      data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-      messageId: row.message_id,
-      headers: row.headers,
-      deliveryCount: row.delivery_count,
-      seq: row.seq,
-      ack: async () => {
-        if (settle()) await this.ack(row.seq);
-      },
-      nak: async (delayMs = 0) => {
-        if (!settle()) return;
-        // Guarded by the delivery count so a late nak cannot shorten someone else's newer lease.
-        await this.bus.run('bus nak', () =>
-          this.pool.query(
-            `UPDATE svc_bus_deliveries SET visible_at = now() + $4 * interval '1 millisecond'
-              WHERE consumer = $1 AND seq = $2 AND delivery_count = $3`,
-            [this.name, row.seq, row.delivery_count, delayMs],
-          ),
-        );
-        this.wake();
-      },
-      deadLetter: async (reason: string) => {
-        if (settle()) await this.bus.moveToDeadLetter(this.name, row, reason);
-      },
-    };
-  }
-
-  /** Acks are batched into one DELETE per event-loop turn; each ack resolves when it commits. */
-  private ack(seq: number): Promise<void> {
-    return new Promise<void>((done, fail) => {
-      this.ackQueue.push({ seq, done, fail });
-      if (this.ackQueue.length >= this.batchSize) void this.flushAcks();
-      else if (!this.ackScheduled) {
-        this.ackScheduled = true;
-        setImmediate(() => {
-          this.ackScheduled = false;
-          void this.flushAcks();
-        });
-      }
-    });
-  }
-
-  private async flushAcks(): Promise<void> {
-    const batch = this.ackQueue;
-    if (batch.length === 0) return;
-    this.ackQueue = [];
-    try {
-      await this.bus.run('bus ack', () =>
-        this.pool.query('DELETE FROM svc_bus_deliveries WHERE consumer = $1 AND seq = ANY($2::bigint[])', [
-          this.name,
-          batch.map((a) => a.seq),
-        ]),
-      );
-      for (const a of batch) a.done();
-      // Settled rows may have been holding back later messages of their subjects.
-      this.wake();
-    } catch (err) {
-      for (const a of batch) a.fail(err);
-    }
-  }
-
-  /** Until the next lease expires or nak delay ends, capped by the poll interval. */
-  private async idleDelay(): Promise<number> {
-    this.bus.keepListening();
-    try {
-      const { rows } = await this.bus.run('bus idle check', () =>
-        this.pool.query<{ ms: number | null }>(
-          `SELECT ceil(extract(epoch FROM min(visible_at) - now()) * 1000)::float8 AS ms
-             FROM svc_bus_deliveries WHERE consumer = $1 AND visible_at > now()`,
-          [this.name],
-        ),
-      );
-      const ms = rows[0]?.ms;
-      return ms === null || ms === undefined ? this.pollMs : Math.max(5, Math.min(this.pollMs, ms + 5));
-    } catch {
-      return this.pollMs;
-    }
-  }
-
-  private async sleep(ms: number): Promise<void> {
-    if (this.stopped || this.woken) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.wakeUp = null;
   }
 }
