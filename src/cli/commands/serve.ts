@@ -59,6 +59,9 @@ class StopRequested extends Error {
   }
 }
 
+/** The same signal again within this window is a duplicate delivery, not a second request. */
+const REPEAT_WINDOW_MS = 500;
+
 /**
  * SIGTERM and SIGINT (issue 18 build 5). Installed before start-up begins: a signal then aborts
  * start-up, which closes what it opened, instead of killing a process whose embedded PostgreSQL
@@ -69,6 +72,7 @@ class StopRequested extends Error {
 const handleSignals = (logger: Logger, timeoutMs: number) => {
   const controller = new AbortController();
   let stopService: (() => Promise<void>) | null = null;
+  let first: { signal: NodeJS.Signals; at: number } | null = null;
   const finish = (stop: () => Promise<void>) =>
     stop().then(
       () => {
@@ -81,10 +85,14 @@ const handleSignals = (logger: Logger, timeoutMs: number) => {
       },
     );
   const shutdown = (signal: NodeJS.Signals) => {
-    if (controller.signal.aborted) {
+    if (first) {
+      // Ctrl-C on `npm start` reaches node twice within milliseconds: from the terminal (to the
+      // whole process group) and forwarded by npm. That is one request, not a second one.
+      if (signal === first.signal && Date.now() - first.at < REPEAT_WINDOW_MS) return;
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
+    first = { signal, at: Date.now() };
     controller.abort(new StopRequested(signal));
     logger.info({ signal }, 'shutting down: draining requests and stopping workers');
     const timer = setTimeout(() => {
