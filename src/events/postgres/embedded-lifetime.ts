@@ -14,11 +14,12 @@ import pg from 'pg';
  * stops the server it adopted.
  *
  * At close a process stops the server when it is answerable (it is the owner, or the owner is
- * gone) and no other process is still connected: a short-lived command that started the server
+ * gone) and no other svc process is still connected: a short-lived command that started the server
  * leaves it to a `svc serve` that came up meanwhile, and a `svc serve` leaves it to a command that
  * is still running; whoever closes last stops it, because by then the owner is gone. A process
  * whose owner is alive never stops the server, so a command run beside a `svc serve` cannot take
- * the database from under it.
+ * the database from under it. Only sessions named `svc*` (every pool and LISTEN client of ours)
+ * count: a psql left open does not keep the server alive after the service stops.
  */
 
 export interface EmbeddedPostgresHandle {
@@ -150,9 +151,9 @@ export const stopPostmaster = async (pid: number, timeoutMs = 15_000): Promise<v
 };
 
 /**
- * Whether a session of another process is still connected. Our own sessions, closed just before,
- * take a few milliseconds to leave pg_stat_activity, so a non-zero count is asked again for up to
- * `graceMs` before it counts.
+ * Whether a session of another svc process is still connected. Our own sessions, closed just
+ * before, take a few milliseconds to leave pg_stat_activity, so a non-zero count is asked again for
+ * up to `graceMs` before it counts.
  */
 export const othersConnected = async (adminUrl: string, graceMs = 2_000): Promise<boolean> => {
   const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2_000 });
@@ -163,7 +164,8 @@ export const othersConnected = async (adminUrl: string, graceMs = 2_000): Promis
     for (;;) {
       const { rows } = await c.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+          WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+            AND application_name LIKE 'svc%'`,
       );
       if (rows[0]?.n === 0) return false;
       if (Date.now() > deadline) return true;
