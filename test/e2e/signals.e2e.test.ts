@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { leftoversAfter, leftoversUnder } from '../helpers/leftovers.js';
 import { runSvc, SVC_BIN } from '../helpers/svc-process.js';
@@ -59,9 +61,13 @@ const env = () => ({
  * `svc serve --json` in its own process group, as a shell runs a foreground job, so that a test can
  * signal the group the way Ctrl-C in a terminal does. Resolves when `ready` says so.
  */
-const serve = (ready: (output: string) => boolean, extraEnv: NodeJS.ProcessEnv = {}): Promise<Serving> =>
+const serve = (
+  ready: (output: string) => boolean,
+  extraEnv: NodeJS.ProcessEnv = {},
+  args: string[] = [],
+): Promise<Serving> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SVC_BIN, 'serve', '--json'], {
+    const child = spawn(process.execPath, [SVC_BIN, 'serve', '--json', ...args], {
       env: { ...env(), ...extraEnv },
       stdio: 'pipe',
       detached: true,
@@ -91,6 +97,8 @@ const serve = (ready: (output: string) => boolean, extraEnv: NodeJS.ProcessEnv =
   });
 
 const started = (out: string) => out.includes('"http_url"');
+const httpUrlOf = (s: Serving) =>
+  (JSON.parse(s.output().split('\n').find(started)!) as { http_url: string }).http_url;
 
 /** What a crash or a failed shutdown prints: Node's unhandled-error banner, or a pino error. */
 const crashLines = (out: string) =>
@@ -103,7 +111,7 @@ const crashLines = (out: string) =>
  * second signal or the shutdown timeout is what ends the process.
  */
 const holdARequest = async (s: Serving): Promise<Socket> => {
-  const url = new URL((JSON.parse(s.output().split('\n').find(started)!) as { http_url: string }).http_url);
+  const url = new URL(httpUrlOf(s));
   const socket = connect(Number(url.port), url.hostname);
   socket.on('error', () => {});
   await new Promise((r) => socket.once('connect', r));
@@ -193,7 +201,7 @@ describe('an adopted embedded PostgreSQL (issue 20)', () => {
     expect(orphan).toHaveLength(1);
 
     const second = await serve(started);
-    const url = (JSON.parse(second.output().split('\n').find(started)!) as { http_url: string }).http_url;
+    const url = httpUrlOf(second);
     // A command run beside the service uses its server and leaves it running.
     const beside = await runSvc(['projections', '--json'], env());
     expect(beside.code).toBe(0);
@@ -205,6 +213,37 @@ describe('an adopted embedded PostgreSQL (issue 20)', () => {
     expect(crashLines(second.output())).toEqual([]);
     expect(await leftoversAfter(dataDir)).toEqual([]);
   }, 90_000);
+
+  it('two services on one data dir: the first to stop leaves the server to the other, which stops it', async () => {
+    const first = await serve(started);
+    // A gateway-only second process: it opens no analytics, whose files only one process may hold.
+    const second = await serve(started, {}, ['--roles', 'gateway']);
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+    expect((await fetch(`${httpUrlOf(second)}/healthz`)).status).toBe(200);
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+    expect(crashLines(first.output() + second.output())).toEqual([]);
+    expect(await leftoversAfter(dataDir)).toEqual([]);
+  }, 90_000);
+
+  it('a session that is not svc (psql left open) does not keep the server alive', async () => {
+    const s = await serve(started);
+    const state = JSON.parse(readFileSync(join(dataDir, 'postgres.json'), 'utf8')) as {
+      port: number;
+      password: string;
+    };
+    const psql = new pg.Client({
+      connectionString: `postgres://postgres:${encodeURIComponent(state.password)}@127.0.0.1:${state.port}/svc`,
+      application_name: 'psql',
+    });
+    psql.on('error', () => {});
+    await psql.connect();
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(await leftoversAfter(dataDir)).toEqual([]);
+    await psql.end().catch(() => {});
+  }, 60_000);
 
   it('a command run alone stops the server it started', async () => {
     const alone = await runSvc(['projections', '--json'], env());
