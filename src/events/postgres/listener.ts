@@ -29,7 +29,12 @@ class Hub {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: 5_000 });
+    // Named like every svc session: the embedded server's last user is told by it (embedded-lifetime.ts).
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      connectionTimeoutMillis: 5_000,
+      application_name: 'svc-listen',
+    });
     const lost = () => {
       if (this.client === client) this.client = null;
     };

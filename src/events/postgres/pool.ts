@@ -7,6 +7,8 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
+const ignore = () => {};
+
 export const createPool = (
   connectionString: string,
   options: { max?: number; application?: string } = {},
@@ -19,11 +21,14 @@ export const createPool = (
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
-  pool.on('error', () => {});
+  pool.on('error', ignore);
+  // Nor may a checked-out one (issue 18 point 4): pg-pool listens only while a client is idle, and
+  // a server ending the session between two queries emits 'error' on the client. pg fails that
+  // client's next query, and pg-pool drops a client that is no longer queryable when it is
+  // released. graphile-worker looks for this 'connect' listener on a pool it is given.
+  pool.on('connect', (client) => client.on('error', ignore));
   return pool;
 };
-
-const ignore = () => {};
 
 /**
  * Run `fn` inside one transaction on one client; roll back on any throw. A connection lost while
