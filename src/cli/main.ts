@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../lib/version.js';
-import { registerCommands } from './commands/index.js';
+import { registerCommands } from './verbs/index.js';
 import { fail } from './output.js';
 
 const program = new Command('svc')

@@ -109,7 +109,7 @@ export const configSchema = z.object({
   SVC_SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
   /**
    * `lean`: `svc serve` sets V8's heap growing factor to 1.25 (LEAN_HEAP_FLAGS in
-   * cli/commands/serve.ts, which says why); `auto` does so when no data role runs in the process;
+   * cli/verbs/serve.ts, which says why); `auto` does so when no data role runs in the process;
    * `v8` leaves V8's heuristics and NODE_OPTIONS alone.
    */
   SVC_HEAP: z.enum(['auto', 'lean', 'v8']).default('auto'),
