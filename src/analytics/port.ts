@@ -190,6 +190,57 @@ export const encodeJsonCompactEachRowWithNames = (rows: readonly AnalyticsRow[])
   return lines.join('\n');
 };
 
+/** String.prototype.isWellFormed and toWellFormed (ES2024; every supported Node has them). */
+type WellFormedText = string & { isWellFormed(): boolean; toWellFormed(): string };
+
+const wellFormedValue = (v: unknown): unknown => {
+  if (typeof v === 'string') {
+    const text = v as WellFormedText;
+    return text.isWellFormed() ? v : text.toWellFormed();
+  }
+  if (Array.isArray(v)) {
+    let out: unknown[] | null = null;
+    for (let i = 0; i < v.length; i++) {
+      const w = wellFormedValue(v[i]);
+      if (w !== v[i]) (out ??= [...v])[i] = w;
+    }
+    return out ?? v;
+  }
+  if (v !== null && typeof v === 'object' && !(v instanceof Date)) return wellFormedRow(v as AnalyticsRow);
+  return v;
+};
+
+const wellFormedRow = (row: AnalyticsRow): AnalyticsRow => {
+  let out: AnalyticsRow | null = null;
+  for (const key in row) {
+    const v = row[key];
+    const w = wellFormedValue(v);
+    if (w !== v) (out ??= { ...row })[key] = w;
+    const k = key as WellFormedText;
+    if (!k.isWellFormed()) {
+      out ??= { ...row };
+      delete out[key];
+      out[k.toWellFormed()] = w;
+    }
+  }
+  return out ?? row;
+};
+
+/**
+ * Rows whose every string is well-formed UTF-16: a lone surrogate (which any JSON body can carry,
+ * as `"\ud800"`) becomes U+FFFD. ClickHouse refuses such a string, and with it the whole insert, so
+ * one request's bytes would keep every other request of the batch out of analytics (SPEC 6: no
+ * record poisons another). Rows that are already well-formed are returned as they are.
+ */
+export const wellFormedRows = (rows: readonly AnalyticsRow[]): readonly AnalyticsRow[] => {
+  let out: AnalyticsRow[] | null = null;
+  for (let i = 0; i < rows.length; i++) {
+    const w = wellFormedRow(rows[i]!);
+    if (w !== rows[i]) (out ??= [...rows])[i] = w;
+  }
+  return out ?? rows;
+};
+
 /** Parses a JSONEachRow body (one object per line; JSON escapes newlines inside values). */
 export const decodeJsonEachRow = <T>(text: string): T[] => {
   const body = text.trimEnd();

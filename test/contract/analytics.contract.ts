@@ -116,6 +116,23 @@ export const analyticsContract = (name: string, setup: () => Promise<AnalyticsFi
       ]);
     });
 
+    it('stores a lone surrogate as U+FFFD, with the rest of its batch (SPEC 6: no record poisons another)', async () => {
+      const store = await freshStore();
+      await store.command(
+        'CREATE TABLE people (id UInt32, name String, tags Array(String)) ENGINE = MergeTree ORDER BY id',
+      );
+      await store.insert('people', [
+        { id: 1, name: 'before', tags: [] },
+        { id: 2, name: 'lone \ud800 high', tags: ['\udc00', 'ok'] },
+        { id: 3, name: 'pair \ud83d\ude00 kept', tags: [] },
+      ]);
+      expect(await store.query('SELECT id, name, tags FROM people ORDER BY id')).toEqual([
+        { id: 1, name: 'before', tags: [] },
+        { id: 2, name: 'lone \ufffd high', tags: ['\ufffd', 'ok'] },
+        { id: 3, name: 'pair \ud83d\ude00 kept', tags: [] },
+      ]);
+    });
+
     it('inserts 100,000 rows in batches and counts them', async () => {
       const store = await freshStore();
       await store.command(

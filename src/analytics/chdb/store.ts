@@ -11,6 +11,7 @@ import {
   encodeJsonEachRow,
   INSERT_SETTINGS,
   type QueryParams,
+  wellFormedRows,
 } from '../port.js';
 import { ChdbEngine, type ChdbEngineOptions } from './engine.js';
 
@@ -65,11 +66,12 @@ export class ChdbAnalyticsStore implements AnalyticsStore {
     if (rows.length === 0) return;
     // Rows of one shape (ingest's) go in the compact format; a string is cloned to the worker as
     // it is, and the worker encodes it to UTF-8.
-    const compact = encodeJsonCompactEachRowWithNames(rows);
+    const stored = wellFormedRows(rows);
+    const compact = encodeJsonCompactEachRowWithNames(stored);
     const format = compact === null ? 'JSONEachRow' : 'JSONCompactEachRowWithNames';
     await this.engine.insert({
       statement: `INSERT INTO ${table} SETTINGS ${INSERT_SETTINGS_SQL} FORMAT ${format}`,
-      data: compact ?? encodeJsonEachRow(rows),
+      data: compact ?? encodeJsonEachRow(stored),
       database: this.database,
     });
   }

@@ -10,6 +10,7 @@ import {
   jsonReplacer,
   QUERY_SETTINGS,
   type QueryParams,
+  wellFormedRows,
 } from '../port.js';
 
 export interface HttpStoreOptions {
@@ -112,7 +113,7 @@ export class HttpAnalyticsStore implements AnalyticsStore {
     try {
       await this.client.insert({
         table,
-        values: rows as AnalyticsRow[],
+        values: wellFormedRows(rows) as AnalyticsRow[],
         format: 'JSONEachRow',
         clickhouse_settings: INSERT_SETTINGS,
       });

@@ -63,6 +63,9 @@ const refOf = (e: RequestCompleted, side: BodySide): BodyRef | undefined =>
 
 const errorKind = (err: unknown) => (err instanceof AnalyticsError ? err.kind : 'unknown');
 
+/** Anything but the store's own refusal of the rows may succeed on another try. */
+const isRetryable = (err: unknown) => !(err instanceof AnalyticsError) || err.retryable;
+
 const describe = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** The frames to pack for one request, or why its bodies can never be stored. */
@@ -139,19 +142,19 @@ export const flushBatch = async (
   lap('packMs');
 
   // Rows: lines first, requests last, so a visible request row implies its lines were written.
-  const inserting = live();
-  if (inserting.length === 0) return outcomes;
-  const tables: [IngestTable, AnalyticsRow[]][] = [
-    [INGEST_TABLES.usageLines, inserting.flatMap((i) => usageLineRows(i.envelope, stamp))],
-    [INGEST_TABLES.costLines, inserting.flatMap((i) => costLineRows(i.envelope, stamp))],
+  // Rows the store refuses as they are (not a store that is down) are set apart, so one record
+  // cannot keep the rest of its flush out of analytics (SPEC 6).
+  const rowsOf = (group: readonly FlushItem[]): [IngestTable, AnalyticsRow[]][] => [
+    [INGEST_TABLES.usageLines, group.flatMap((i) => usageLineRows(i.envelope, stamp))],
+    [INGEST_TABLES.costLines, group.flatMap((i) => costLineRows(i.envelope, stamp))],
     [
       INGEST_TABLES.requests,
-      inserting.map((i) => requestRow(i.envelope, stored.get(i.envelope.request_id) ?? {}, stamp)),
+      group.map((i) => requestRow(i.envelope, stored.get(i.envelope.request_id) ?? {}, stamp)),
     ],
   ];
-  for (const [table, rows] of tables) {
-    if (rows.length === 0) continue;
-    try {
+  const insertGroup = async (group: readonly FlushItem[]): Promise<void> => {
+    for (const [table, rows] of rowsOf(group)) {
+      if (rows.length === 0) continue;
       await withRetries(
         deps.retry,
         async () => {
@@ -169,21 +172,47 @@ export const flushBatch = async (
           if (again) metrics.insertRetries.inc();
           deps.onError(err, `insert into ${table}${again ? '; retrying' : ''}`);
         },
+        isRetryable,
       );
-    } catch (err) {
-      fail(
-        inserting.map((i) => i.envelope.request_id),
-        'insert_exhausted',
-        describe(err),
-      );
-      lap('insertMs');
-      return outcomes;
     }
-  }
+  };
+  // A record is the store's refusal only when it fails alone while others of the flush are stored;
+  // when nothing is stored it is the store (a missing table, say) and every record waits.
+  const refused: string[] = [];
+  let accepted = 0;
+  const insertSettingApart = async (group: readonly FlushItem[]): Promise<void> => {
+    try {
+      await insertGroup(group);
+      accepted += group.length;
+    } catch (err) {
+      const ids = group.map((i) => i.envelope.request_id);
+      if (isRetryable(err)) return fail(ids, 'insert_exhausted', describe(err));
+      if (group.length === 1) {
+        refused.push(ids[0]!);
+        lastRefusal = describe(err);
+        return;
+      }
+      // Halves until the refused records stand alone: a few inserts more, on a rare path.
+      const half = Math.ceil(group.length / 2);
+      await insertSettingApart(group.slice(0, half));
+      await insertSettingApart(group.slice(half));
+    }
+  };
+  let lastRefusal = '';
+  if (live().length === 0) return outcomes;
+  await insertSettingApart(live());
+  if (accepted > 0) fail(refused, 'malformed_row', `refused by the analytics store: ${lastRefusal}`, true);
+  else fail(refused, 'insert_exhausted', lastRefusal);
   lap('insertMs');
+  const inserting = live();
+  if (inserting.length === 0) return outcomes;
 
   // Read-back: one decision per flush, covering the request rows and both line tables.
-  const counts = new Map<IngestTable, number>(tables.map(([table, rows]) => [table, rows.length]));
+  const counts = new Map<IngestTable, number>([
+    [INGEST_TABLES.usageLines, inserting.reduce((n, i) => n + i.envelope.usage_lines.length, 0)],
+    [INGEST_TABLES.costLines, inserting.reduce((n, i) => n + i.envelope.cost_lines.length, 0)],
+    [INGEST_TABLES.requests, inserting.length],
+  ]);
   if (deps.sampler.next()) {
     const expected = inserting.map((i) => ({
       requestId: i.envelope.request_id,

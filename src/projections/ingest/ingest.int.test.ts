@@ -3,6 +3,20 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  auditFailingBus,
+  auditRefusingBus,
+  draftFor,
+  droppingAnalytics,
+  flakyAnalytics,
+  metricValue,
+  refusingAnalytics,
+  type Scenario,
+  scenario,
+  sharedChdb,
+  suppressedWrites,
+  waitFor,
+} from '../../../test/fixtures/ingest/ingest.fixtures.js';
 import { privateNats } from '../../../test/helpers/nats-server.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
 import type { ChdbAnalyticsStore } from '../../analytics/chdb/store.js';
@@ -14,19 +28,6 @@ import { NatsBus } from '../../events/nats/bus.js';
 import { PostgresBus } from '../../events/postgres/bus.js';
 import { requestLoggedMessageId } from './audit.js';
 import { type DeadLetterSource, natsDeadLetters, postgresDeadLetters, replayDeadLetters } from './dlq.js';
-import {
-  auditFailingBus,
-  auditRefusingBus,
-  draftFor,
-  droppingAnalytics,
-  flakyAnalytics,
-  metricValue,
-  type Scenario,
-  scenario,
-  sharedChdb,
-  suppressedWrites,
-  waitFor,
-} from '../../../test/fixtures/ingest/ingest.fixtures.js';
 import { readStoredBody } from './pack.js';
 import type { StoredBody } from './rows.js';
 
@@ -363,6 +364,44 @@ describe.each(['postgres', 'jetstream'] as const)('ingest on the %s bus with chd
     expect(audits.seen.has(bad)).toBe(false);
     expect(await countRows(store, 'requests')).toBe(4);
     await waitFor(async () => (await t.unsettled('ingest_audit_refused')) === 0, 15_000, 'all settled');
+  });
+
+  it('a record the store refuses dead-letters alone, at once; the rest of its flush is stored (SPEC 6)', async () => {
+    await setup('ingest_refused_row');
+    const run = `poison${kind}`;
+    const poison = `req_${run}_4`;
+    const p = await publisher(t.bus);
+    for (let i = 0; i < 9; i++) p.record(draftFor(run, i));
+    await p.flush();
+    await s.consumer({
+      analytics: refusingAnalytics(store, (row) => row.request_id === poison),
+      maxDeliveries: 20,
+      flushIntervalMs: 200,
+    });
+    await waitFor(async () => (await countRows(store, 'requests')) === 8, 20_000, 'the eight good rows');
+    await waitFor(async () => (await t.deadLetters.list()).length === 1, 20_000, 'one dead letter');
+    const [letter] = await t.deadLetters.list();
+    expect(letter!.info).toMatchObject({ messageId: poison, reason: 'malformed_row' });
+    expect(letter!.info.deliveries).toBe(1);
+    await waitFor(async () => (await t.unsettled('ingest_refused_row')) === 0, 15_000, 'all settled');
+    expect(await suppressedWrites(s.registry)).toBe(0);
+  });
+
+  it('stores a lone surrogate as U+FFFD in its own row, and the rest of the batch beside it (SPEC 6)', async () => {
+    await setup('ingest_lone_surrogate');
+    const run = `lone${kind}`;
+    const p = await publisher(t.bus);
+    for (let i = 0; i < 5; i++)
+      p.record(draftFor(run, i, i === 2 ? { end_user_id: 'user \ud800', model_requested: 'gpt\udc00' } : {}));
+    await p.flush();
+    await s.consumer();
+    await waitFor(async () => (await countRows(store, 'requests')) === 5, 20_000, 'all five rows');
+    const [row] = await store.query<{ end_user_id: string; model_requested: string }>(
+      'SELECT end_user_id, model_requested FROM requests FINAL WHERE request_id = {id:String}',
+      { id: `req_${run}_2` },
+    );
+    expect(row).toEqual({ end_user_id: 'user \ufffd', model_requested: 'gpt\ufffd' });
+    expect(await t.deadLetters.list()).toEqual([]);
   });
 
   it.runIf(kind === 'jetstream')('starts while the bus is down and consumes once it is back', async () => {

@@ -10,18 +10,22 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, initialMs: 100, maxMs: 
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Runs `work` until it resolves or the attempts are used up; rejects with the last error. */
+/**
+ * Runs `work` until it resolves or the attempts are used up; rejects with the last error. An error
+ * `retryable` says no to (the same call cannot succeed unchanged) rejects at once.
+ */
 export const withRetries = async <T>(
   policy: RetryPolicy,
   work: () => Promise<T>,
   onFailure: (err: unknown, willRetry: boolean) => void = () => {},
+  retryable: (err: unknown) => boolean = () => true,
 ): Promise<T> => {
   let delay = policy.initialMs;
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (err) {
-      const willRetry = attempt < policy.attempts;
+      const willRetry = attempt < policy.attempts && retryable(err);
       onFailure(err, willRetry);
       if (!willRetry) throw err;
       // Jitter keeps several consumers that failed together from retrying in lockstep.
