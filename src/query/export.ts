@@ -1,5 +1,6 @@
 import type { AnalyticsStore } from '../analytics/port.js';
 import type { ControlPlaneReads } from '../commands/control-plane/reads.js';
+import { csvLine } from '../lib/csv.js';
 import { ServiceError } from '../lib/errors.js';
 import { formatUsd, parseUsd } from '../lib/money.js';
 import { type DimensionBinding, dimensionColumn } from './dimensions.js';
@@ -118,14 +119,8 @@ export const runExport = async (
   return { columns, rows };
 };
 
-const needsQuotes = /[",\r\n]/;
-const csvField = (v: string | null): string => {
-  if (v === null) return '';
-  return needsQuotes.test(v) ? `"${v.replaceAll('"', '""')}"` : v;
-};
-
 export const toCsv = (result: ExportResult): string => {
-  const lines = [result.columns.join(',')];
-  for (const row of result.rows) lines.push(result.columns.map((c) => csvField(row[c] ?? null)).join(','));
-  return `${lines.join('\r\n')}\r\n`;
+  let text = csvLine(result.columns);
+  for (const row of result.rows) text += csvLine(result.columns.map((c) => row[c]));
+  return text;
 };

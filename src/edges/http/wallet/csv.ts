@@ -1,4 +1,5 @@
 import type { LedgerLine, WalletReads } from '../../../commands/wallet/reads.js';
+import { csvLine } from '../../../lib/csv.js';
 import { addUsd, formatUsd, parseUsd, ZERO_USD } from '../../../lib/money.js';
 
 export const LEDGER_CSV_COLUMNS = [
@@ -13,24 +14,13 @@ export const LEDGER_CSV_COLUMNS = [
   'reason',
 ] as const;
 
-/**
- * RFC 4180 quoting, and a leading apostrophe on free text that a spreadsheet would run as a
- * formula (=, +, -, @): a grant reason is operator input that ends up opened in Excel.
- */
-const cell = (value: string | number | null, freeText = false): string => {
-  if (value === null) return '';
-  let text = String(value);
-  if (freeText && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-};
-
 /** The workspace's ledger as CSV lines, page by page, with the running balance after each line. */
 export async function* ledgerCsv(
   reads: WalletReads,
   workspaceId: string,
   pageSize = 1_000,
 ): AsyncGenerator<string> {
-  yield `${LEDGER_CSV_COLUMNS.join(',')}\r\n`;
+  yield csvLine(LEDGER_CSV_COLUMNS);
   let after = 0;
   let balance = ZERO_USD;
   for (;;) {
@@ -39,17 +29,17 @@ export async function* ledgerCsv(
     let chunk = '';
     for (const line of page) {
       balance = addUsd(balance, parseUsd(line.amount_usd));
-      chunk += `${[
-        cell(line.position),
-        cell(line.occurred_at),
-        cell(line.kind),
-        cell(line.id, true),
-        cell(line.amount_usd),
-        cell(formatUsd(balance)),
-        cell(line.actor, true),
-        cell(line.reference, true),
-        cell(line.reason, true),
-      ].join(',')}\r\n`;
+      chunk += csvLine([
+        line.position,
+        line.occurred_at,
+        line.kind,
+        line.id,
+        line.amount_usd,
+        formatUsd(balance),
+        line.actor,
+        line.reference,
+        line.reason,
+      ]);
     }
     yield chunk;
     after = page[page.length - 1]!.position;
