@@ -23,6 +23,7 @@ import { developerTokenVerifier } from '../../src/commands/auth/reads.js';
 import { registerQueryRoutes } from '../../src/edges/http/query/routes.js';
 import { PostgresEventStore } from '../../src/events/postgres/event-store.js';
 import { renderApiError, ServiceError } from '../../src/lib/errors.js';
+import { LiveSessions } from '../../src/query/live.js';
 import { monthlyUsageSnapshot } from '../../src/query/snapshot.js';
 import { makeControlPlane } from '../../src/roles/control-plane.js';
 import { benchDatabase } from '../lib/database.js';
@@ -173,8 +174,7 @@ try {
     pool: db.pool,
     maxExportRows: 100_000,
     maxExportDays: 366,
-    livePollMs: 1_000,
-    liveHeartbeatMs: 15_000,
+    live: new LiveSessions(store, { pollMs: 1_000, heartbeatMs: 15_000, maxPerSession: 8, maxPerOrg: 64 }),
   });
   await app.ready();
 

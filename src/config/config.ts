@@ -129,6 +129,9 @@ export const configSchema = z.object({
   SVC_QUERY_EXPORT_MAX_ROWS: positiveInt.default(100_000),
   SVC_QUERY_LIVE_POLL_MS: positiveInt.default(1_000),
   SVC_QUERY_LIVE_HEARTBEAT_MS: positiveInt.default(15_000),
+  /** Concurrent live streams of one session, and of one organization; past either a new one is 429. */
+  SVC_QUERY_LIVE_MAX_PER_SESSION: positiveInt.default(8),
+  SVC_QUERY_LIVE_MAX_PER_ORG: positiveInt.default(64),
   SVC_BILLING_QUARANTINE_MIN_FAILURES: positiveInt.default(10),
   SVC_BILLING_QUARANTINE_MIN_RATIO_BPS: nonNegativeInt.max(10_000).default(100),
   SVC_BILLING_QUARANTINE_WINDOW_MINUTES: positiveInt.default(60),

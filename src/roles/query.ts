@@ -2,6 +2,7 @@ import { developerTokenVerifier } from '../commands/auth/reads.js';
 import { ControlPlaneReads } from '../commands/control-plane/reads.js';
 import { addQueryService } from '../edges/grpc/query.js';
 import { registerQueryRoutes } from '../edges/http/query/routes.js';
+import { LiveSessions } from '../query/live.js';
 import type { Role, RoleContext } from './role.js';
 
 /** SPEC 4.5 query HTTP API and 4.8 QueryService over the analytics store, read models and objects. */
@@ -9,6 +10,16 @@ export const queryRole = (ctx: RoleContext): Role => {
   const analytics = ctx.analytics;
   if (!analytics) throw new Error('the query role needs the analytics store');
   const reads = new ControlPlaneReads(ctx.pool);
+  const live = new LiveSessions(
+    analytics,
+    {
+      pollMs: ctx.config.SVC_QUERY_LIVE_POLL_MS,
+      heartbeatMs: ctx.config.SVC_QUERY_LIVE_HEARTBEAT_MS,
+      maxPerSession: ctx.config.SVC_QUERY_LIVE_MAX_PER_SESSION,
+      maxPerOrg: ctx.config.SVC_QUERY_LIVE_MAX_PER_ORG,
+    },
+    (err) => ctx.logger.warn({ err }, 'live session poll failed; retrying'),
+  );
   return {
     name: 'query',
     http: (app) =>
@@ -21,9 +32,9 @@ export const queryRole = (ctx: RoleContext): Role => {
         pool: ctx.pool,
         maxExportRows: ctx.config.SVC_QUERY_EXPORT_MAX_ROWS,
         maxExportDays: 366,
-        livePollMs: ctx.config.SVC_QUERY_LIVE_POLL_MS,
-        liveHeartbeatMs: ctx.config.SVC_QUERY_LIVE_HEARTBEAT_MS,
+        live,
       }),
     grpc: (server) => addQueryService(server, analytics, ctx.adminToken),
+    stop: () => live.stop(),
   };
 };

@@ -19,6 +19,7 @@ import { hashSecret } from '../../src/lib/crypto.js';
 import { renderApiError, ServiceError } from '../../src/lib/errors.js';
 import { addUsd, formatUsd, parseUsd, ZERO_USD } from '../../src/lib/money.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
+import { LiveSessions } from '../../src/query/live.js';
 import { makeControlPlane } from '../../src/roles/control-plane.js';
 import {
   type GeneratedRequest,
@@ -59,9 +60,11 @@ const options = () => ({
   pool: db.pool,
   maxExportRows: 5_000,
   maxExportDays: 366,
-  livePollMs: 100,
-  liveHeartbeatMs: 1_000,
+  live: liveSessions({ pollMs: 100, heartbeatMs: 1_000 }),
 });
+
+const liveSessions = (timing: { pollMs: number; heartbeatMs: number }) =>
+  new LiveSessions(chdb, { ...timing, maxPerSession: 8, maxPerOrg: 64 });
 
 const get = async (url: string, token: string | null = tok.ada!) => {
   const res = await app.inject({
@@ -567,7 +570,7 @@ describe('gRPC QueryService', () => {
 describe('live session stream', () => {
   it('streams new request.completed rows of the org and session once each, with heartbeats', async () => {
     const live = Fastify();
-    registerQueryRoutes(live, { ...options(), livePollMs: 50, liveHeartbeatMs: 100 });
+    registerQueryRoutes(live, { ...options(), live: liveSessions({ pollMs: 50, heartbeatMs: 100 }) });
     const url = await live.listen({ port: 0, host: '127.0.0.1' });
     const abort = new AbortController();
     try {

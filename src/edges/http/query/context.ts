@@ -3,6 +3,7 @@ import type { AnalyticsStore } from '../../../analytics/port.js';
 import type { Pool } from '../../../events/postgres/pool.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ObjectStore } from '../../../objects/port.js';
+import type { LiveSessions } from '../../../query/live.js';
 import { type Caller, identify, type OrgScope, orgScope, type ScopeDeps } from '../../../query/scope.js';
 
 export interface QueryHttpOptions extends ScopeDeps {
@@ -12,8 +13,8 @@ export interface QueryHttpOptions extends ScopeDeps {
   /** Hard cap on export rows; more answers 400 (SPEC 7.6 rule 3). */
   maxExportRows: number;
   maxExportDays: number;
-  livePollMs: number;
-  liveHeartbeatMs: number;
+  /** Live session streams, shared per session and counted per session and organization. */
+  live: LiveSessions;
 }
 
 export type Query = Record<string, string | undefined>;

@@ -10,7 +10,6 @@ import {
 import { readVerifiedBody } from '../../../query/body.js';
 import { bindDimensions, parseDimensionKeys } from '../../../query/dimensions.js';
 import { runExport, toCsv } from '../../../query/export.js';
-import { startLiveSession } from '../../../query/live.js';
 import { PANELS, type Panel } from '../../../query/panels.js';
 import { workspaceReport } from '../../../query/report.js';
 import { findRequest } from '../../../query/requests.js';
@@ -128,8 +127,20 @@ export const registerFinanceRoutes = (app: FastifyInstance, o: QueryHttpOptions)
 
   app.get('/api/sessions/:session_id/live', async (request, reply) => {
     const s = await scopeOf(o, request);
-    reply.hijack();
     const raw = reply.raw;
+    const opened = o.live.open(
+      { orgId: s.orgId, projectId: s.projectId, sessionId: paramOf(request, 'session_id') },
+      (frame) => raw.write(frame),
+    );
+    if (!opened.ok) {
+      // SPEC 7.4: a 429 carries Retry-After in whole seconds, at least one.
+      reply.header('retry-after', '1');
+      throw new ServiceError(
+        'rate_limit_error',
+        `too many live streams for this ${opened.limit} (at most ${opened.max} at once); close one and retry`,
+      );
+    }
+    reply.hijack();
     raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
@@ -137,17 +148,7 @@ export const registerFinanceRoutes = (app: FastifyInstance, o: QueryHttpOptions)
       'x-accel-buffering': 'no',
     });
     raw.write(': connected\n\n');
-    const stop = startLiveSession(a, {
-      orgId: s.orgId,
-      projectId: s.projectId,
-      sessionId: paramOf(request, 'session_id'),
-      since: new Date(Date.now() - o.livePollMs),
-      pollMs: o.livePollMs,
-      heartbeatMs: o.liveHeartbeatMs,
-      write: (frame) => raw.write(frame),
-      onError: (err) => request.log.warn({ err }, 'live session poll failed; retrying'),
-    });
-    // A closed client stops the poll at once; nothing else holds the stream open.
-    raw.on('close', stop);
+    // A closed client leaves the feed at once; nothing else holds the stream open.
+    raw.on('close', opened.close);
   });
 };
