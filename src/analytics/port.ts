@@ -202,7 +202,9 @@ const wellFormedValue = (v: unknown): unknown => {
     let out: unknown[] | null = null;
     for (let i = 0; i < v.length; i++) {
       const w = wellFormedValue(v[i]);
-      if (w !== v[i]) (out ??= [...v])[i] = w;
+      if (w === v[i]) continue;
+      out ??= [...v];
+      out[i] = w;
     }
     return out ?? v;
   }
@@ -215,7 +217,10 @@ const wellFormedRow = (row: AnalyticsRow): AnalyticsRow => {
   for (const key in row) {
     const v = row[key];
     const w = wellFormedValue(v);
-    if (w !== v) (out ??= { ...row })[key] = w;
+    if (w !== v) {
+      out ??= { ...row };
+      out[key] = w;
+    }
     const k = key as WellFormedText;
     if (!k.isWellFormed()) {
       out ??= { ...row };
@@ -236,7 +241,9 @@ export const wellFormedRows = (rows: readonly AnalyticsRow[]): readonly Analytic
   let out: AnalyticsRow[] | null = null;
   for (let i = 0; i < rows.length; i++) {
     const w = wellFormedRow(rows[i]!);
-    if (w !== rows[i]) (out ??= [...rows])[i] = w;
+    if (w === rows[i]) continue;
+    out ??= [...rows];
+    out[i] = w;
   }
   return out ?? rows;
 };

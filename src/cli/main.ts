@@ -1,7 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../lib/version.js';
-import { registerCommands } from './verbs/index.js';
 import { fail } from './output.js';
+import { registerCommands } from './verbs/index.js';
 
 const program = new Command('svc')
   .description('Model Gateway Service: one binary for every role and every operator command')

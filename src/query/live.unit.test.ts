@@ -7,7 +7,12 @@ const scope = (orgId: string, sessionId: string) => ({ orgId, projectId: null, s
 
 const countingStore = () => {
   const queries: unknown[] = [];
-  const store = { query: async (_sql: string, params: unknown) => (queries.push(params), []) };
+  const store = {
+    query: async (_sql: string, params: unknown) => {
+      queries.push(params);
+      return [];
+    },
+  };
   return { store: store as unknown as AnalyticsStore, queries };
 };
 

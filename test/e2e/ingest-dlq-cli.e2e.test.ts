@@ -4,12 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusMessage } from '../../src/events/bus.js';
 import { PostgresBus } from '../../src/events/postgres/bus.js';
-import {
-  type Scenario,
-  scenario,
-  sharedChdb,
-  waitFor,
-} from '../fixtures/ingest/ingest.fixtures.js';
+import { type Scenario, scenario, sharedChdb, waitFor } from '../fixtures/ingest/ingest.fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { runSvc } from '../helpers/svc-process.js';
 
