@@ -8,12 +8,11 @@ import type { DiscoveryCounts } from '../../providers/azure/discovery.js';
 import { apiKeyDecider, apiKeyStream } from '../api-key/decider.js';
 import {
   type Connection,
-  type ConnectionCommand,
-  type ConnectionEvent,
   connectionDecider,
   connectionStream,
   platformKeyStream,
 } from '../connections/decider.js';
+import type { ConnectionCommand, ConnectionEvent } from '../connections/events.js';
 import { validateConnection } from '../connections/validation.js';
 import type { CommandContext, Decider, DomainEvent } from '../decider.js';
 import { handleCommand } from '../handler.js';

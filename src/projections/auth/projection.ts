@@ -1,7 +1,9 @@
-import type { DeveloperTokenEvent } from '../../commands/auth/developer-token.js';
-import type { IdentityEvent } from '../../commands/auth/identity.js';
-import type { RegistrationCodeEvent } from '../../commands/auth/registration-code.js';
-import type { RegistrationInviteEvent } from '../../commands/auth/registration-invite.js';
+import type {
+  DeveloperTokenEvent,
+  IdentityEvent,
+  RegistrationCodeEvent,
+  RegistrationInviteEvent,
+} from '../../commands/auth/events.js';
 import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
 import { clearReadModel, type Projection } from '../projection.js';

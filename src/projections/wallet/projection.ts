@@ -1,5 +1,5 @@
-import { balanceEffect } from '../../commands/wallet/decider.js';
 import { WALLET_CATEGORY, type WalletEvent } from '../../commands/wallet/events.js';
+import { balanceEffect } from '../../commands/wallet/ledger.js';
 import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
 import { assertNever } from '../../lib/assert.js';
