@@ -1,7 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresEscrow } from '../../src/commands/wallet/postgres-escrow.js';
-import { createSettlement } from '../../src/commands/wallet/settlement.js';
 import {
   type RequestCompleted,
   requestCompletedSchema,
@@ -9,6 +8,7 @@ import {
 import { PostgresEventStore } from '../../src/events/postgres/event-store.js';
 import { addUsd, formatUsd, mulUsd, parseUsd, subUsd, ZERO_USD } from '../../src/lib/money.js';
 import { replayLedger } from '../../src/projections/wallet/replay.js';
+import { createSettlement } from '../../src/roles/wallet.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
