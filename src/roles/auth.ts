@@ -10,6 +10,7 @@ import { registerAuthRoutes } from '../edges/http/auth/routes.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { authProjection } from '../projections/auth/projection.js';
+import { workspaceDirectory } from '../projections/control-plane/workspaces.js';
 import { catchUp } from '../projections/runner.js';
 import { makeControlPlane } from './control-plane.js';
 import type { Role, RoleContext } from './role.js';
@@ -22,7 +23,11 @@ export const makeAuth = (store: EventStore, pool: Pool, masterKey: Buffer) => {
   return {
     controlPlane,
     reads,
-    registration: new Registration(commands, reads, controlPlane),
+    registration: new Registration(commands, reads, {
+      users: controlPlane,
+      workspaces: workspaceDirectory(pool),
+      directory: controlPlane.reads,
+    }),
     developerTokens: new DeveloperTokens(commands, reads, controlPlane.reads),
   };
 };

@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChdbAnalyticsStore } from '../../src/analytics/chdb/store.js';
 import { migrateClickHouse } from '../../src/analytics/migrate.js';
 import { developerTokenVerifier } from '../../src/commands/auth/reads.js';
-import type { ControlPlane } from '../../src/commands/control-plane/service.js';
 import { addQueryService } from '../../src/edges/grpc/query.js';
 import { grpcMonthlySpend } from '../../src/edges/grpc/query-client.js';
 import { bindGrpc } from '../../src/edges/grpc/server.js';
@@ -19,7 +18,7 @@ import { hashSecret } from '../../src/lib/crypto.js';
 import { renderApiError, ServiceError } from '../../src/lib/errors.js';
 import { addUsd, formatUsd, parseUsd, ZERO_USD } from '../../src/lib/money.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
-import { makeControlPlane } from '../../src/roles/control-plane.js';
+import { type ControlPlane, makeControlPlane } from '../../src/roles/control-plane.js';
 import {
   type GeneratedRequest,
   generateRequest,

@@ -1,7 +1,9 @@
 import type { Pool } from '../../events/postgres/pool.js';
 import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
-import type { SpendCapLevel } from '../spend-cap/decider.js';
+import type { CredentialRef } from '../../providers/azure/discover.js';
+import type { StoredCredential } from '../connections/ports.js';
+import type { SpendCapLevel } from '../spend-cap/events.js';
 import { spendCap, spendCaps } from '../spend-cap/reads.js';
 
 /**
@@ -197,6 +199,27 @@ export class ControlPlaneReads {
       [filter.projectId ?? null, filter.orgId ?? null, filter.workspaceIds ?? null],
     );
     return rows;
+  }
+
+  /** A live connection's or a platform key's stored credential, ciphertext included; a 404 otherwise. */
+  async storedCredential(ref: CredentialRef): Promise<StoredCredential> {
+    type Row = Omit<StoredCredential, 'aad'>;
+    if ('connectionId' in ref) {
+      const { rows } = await this.pool.query<Row>(
+        `SELECT provider, base_url, metadata, secret_ciphertext, workspace_id FROM rm_connections
+         WHERE connection_id = $1 AND deleted_at IS NULL`,
+        [ref.connectionId],
+      );
+      if (!rows[0]) throw new ServiceError('not_found', 'provider key not found');
+      return { ...rows[0], aad: ref.connectionId };
+    }
+    const { rows } = await this.pool.query<Row>(
+      `SELECT provider, base_url, metadata, secret_ciphertext, NULL AS workspace_id FROM rm_platform_keys
+       WHERE provider = $1`,
+      [ref.platform],
+    );
+    if (!rows[0]) throw new ServiceError('not_found', `no platform key is set for ${ref.platform}`);
+    return { ...rows[0], aad: `platform:${ref.platform}` };
   }
 
   async platformKeys() {

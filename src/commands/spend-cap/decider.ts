@@ -2,7 +2,7 @@ import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import { formatUsd, tryParseUsd } from '../../lib/money.js';
 
-import type { SpendCapCommand, SpendCapEvent } from './events.js';
+import type { SpendCapCommand, SpendCapEvent, SpendCapLevel } from './events.js';
 
 /**
  * The spend-cap rule the organization, project and API-key deciders share (events in events.ts).
@@ -59,3 +59,30 @@ export const evolveSpendCap = (_current: string | null, e: SpendCapEvent): strin
       return assertNever(e);
   }
 };
+
+/** How a caller changes a cap: a new monthly amount, or clear it. */
+export type SpendCapChange = { monthlyUsd: unknown } | 'clear';
+
+/** A 400 unless a new cap arrives as a decimal string; the decider then checks its value. */
+export const checkSpendCapChange = (change: SpendCapChange): void => {
+  if (change !== 'clear' && typeof change.monthlyUsd !== 'string')
+    throw new ServiceError('bad_request', 'monthly_usd must be a decimal string such as "250.00"', {
+      param: 'monthly_usd',
+    });
+};
+
+/** The cap command of one capped aggregate, placed in its organization and workspace. */
+export const spendCapCommand = (
+  level: SpendCapLevel,
+  owner: { org_id: string; workspace_id: string },
+  change: SpendCapChange,
+): SpendCapCommand =>
+  change === 'clear'
+    ? { type: 'ClearSpendCap', level }
+    : {
+        type: 'SetSpendCap',
+        level,
+        orgId: owner.org_id,
+        workspaceId: owner.workspace_id,
+        monthlyUsd: change.monthlyUsd as string,
+      };
