@@ -1,11 +1,11 @@
 import { type ControlPlaneCommands, controlPlaneCommands } from '../commands/control-plane/commands.js';
-import { ControlPlaneReads } from '../commands/control-plane/reads.js';
 import { addControlPlaneServices } from '../edges/grpc/control-plane.js';
 import { registerControlPlaneRoutes } from '../edges/http/control-plane/routes.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { auditRelay } from '../projections/audit-relay/projection.js';
 import { controlPlaneProjection } from '../projections/control-plane/projection.js';
+import { ControlPlaneReads } from '../projections/control-plane/reads.js';
 import { workspaceDirectory } from '../projections/control-plane/workspaces.js';
 import { liveEndpointsFrom } from '../projections/registry/queries.js';
 import { catchUp, ProjectionRunner } from '../projections/runner.js';

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type { ControlPlaneReads } from '../commands/control-plane/reads.js';
 import type { PaymentProvider, WaitForLedger } from '../commands/wallet/ports.js';
 import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
 import { WalletCommands } from '../commands/wallet/service.js';
@@ -10,6 +9,7 @@ import { registerWalletRoutes } from '../edges/http/wallet/routes.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { walletJobs } from '../jobs/wallet.js';
+import type { ControlPlaneReads } from '../projections/control-plane/reads.js';
 import { workspaceDirectory } from '../projections/control-plane/workspaces.js';
 import { catchUp } from '../projections/runner.js';
 import { walletProjection } from '../projections/wallet/projection.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlPlaneReads } from '../../src/commands/control-plane/reads.js';
+import { ControlPlaneReads } from '../../src/projections/control-plane/reads.js';
 import { grpcClient } from '../helpers/grpc.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js';

@@ -7,7 +7,6 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChdbAnalyticsStore } from '../../src/analytics/chdb/store.js';
 import { migrateClickHouse } from '../../src/analytics/migrate.js';
-import { developerTokenVerifier } from '../../src/commands/auth/reads.js';
 import { addQueryService } from '../../src/edges/grpc/query.js';
 import { grpcMonthlySpend } from '../../src/edges/grpc/query-client.js';
 import { bindGrpc } from '../../src/edges/grpc/server.js';
@@ -18,6 +17,7 @@ import { hashSecret } from '../../src/lib/crypto.js';
 import { renderApiError, ServiceError } from '../../src/lib/errors.js';
 import { addUsd, formatUsd, parseUsd, ZERO_USD } from '../../src/lib/money.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
+import { developerTokenVerifier } from '../../src/projections/auth/reads.js';
 import { type ControlPlane, makeControlPlane } from '../../src/roles/control-plane.js';
 import {
   type GeneratedRequest,

@@ -1,14 +1,14 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { ControlPlaneCommands } from '../../commands/control-plane/commands.js';
+import type { ApiKeyCache } from '../../gateway/auth/api-key-cache.js';
+import { ServiceError } from '../../lib/errors.js';
 import type {
   ApiKeyRow,
   ConnectionRow,
   ControlPlaneReads,
   OrgRow,
   ProjectRow,
-} from '../../commands/control-plane/reads.js';
-import type { ApiKeyCache } from '../../gateway/auth/api-key-cache.js';
-import { ServiceError } from '../../lib/errors.js';
+} from '../../projections/control-plane/reads.js';
 import { loadService } from './server.js';
 import { unary } from './unary.js';
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
-import type { AuthReads } from '../../../commands/auth/reads.js';
 import type { SignIn } from '../../../commands/auth/sign-in.js';
-import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
+import type { AuthReads } from '../../../projections/auth/reads.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { registerDeveloperTokenRoutes } from './developer-token-routes.js';
 import { registerRegistrationStatusRoutes } from './registration-routes.js';
 import { registerSignInRoutes } from './sign-in-routes.js';

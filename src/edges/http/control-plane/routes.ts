@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ControlPlaneCommands } from '../../../commands/control-plane/commands.js';
-import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { azureHttp } from '../../../providers/azure/client.js';
 import { discoverDeployments } from '../../../providers/azure/discover.js';
 import {

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ControlPlaneCommands } from '../../../commands/control-plane/commands.js';
-import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
 import type { SpendCapLevel } from '../../../commands/spend-cap/events.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { actorOf, authenticate, type Principal, requireWorkspace, visibleWorkspaces } from './auth.js';
 import { parseBody } from './body.js';
 

@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
 import type { WalletCommands } from '../../../commands/wallet/service.js';
 import { receivePaymentWebhook } from '../../../commands/wallet/webhooks.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import type { WalletReads } from '../../../projections/wallet/reads.js';
 import {
   actorOf,

@@ -1,9 +1,10 @@
+import type { AuthLookups, DeveloperTokenRow } from '../../commands/auth/ports.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { hashSecret } from '../../lib/crypto.js';
-import type { AuthLookups, DeveloperTokenRow } from './ports.js';
 
 /**
- * Read-model queries of the auth service. Every answer names its columns: no hash and, from the
+ * The reader of the auth read model, beside its writer (projection.ts); it answers the auth
+ * commands' questions (AuthLookups). Every answer names its columns: no hash and, from the
  * status queries, no e-mail address ever leaves here.
  */
 

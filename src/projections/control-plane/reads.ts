@@ -1,14 +1,16 @@
+import type { StoredCredential } from '../../commands/connections/ports.js';
+import type { SpendCapLevel } from '../../commands/spend-cap/events.js';
+import { spendCap, spendCaps } from '../../commands/spend-cap/reads.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { CredentialRef } from '../../providers/azure/discover.js';
-import type { StoredCredential } from '../connections/ports.js';
-import type { SpendCapLevel } from '../spend-cap/events.js';
-import { spendCap, spendCaps } from '../spend-cap/reads.js';
 
 /**
- * Read-model queries of the control plane. Every listing names its columns: no hash or ciphertext
- * column is ever selected into an answer.
+ * The reader of the control-plane read model, beside its writer (projection.ts). Every listing
+ * names its columns: no hash or ciphertext column is ever selected into an answer (the stored
+ * credential is the one exception, for the commands that must decrypt it). It answers the write
+ * side's tenancy questions (src/commands/ports.ts) and the edges' and the query API's reads.
  */
 
 export interface OrgRow {
