@@ -1,21 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
-import type { SignIn } from '../../../commands/auth/sign-in.js';
-import type { AuthReads } from '../../../projections/auth/reads.js';
-import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
+import type { AuthHttpDeps } from './deps.js';
 import { registerDeveloperTokenRoutes } from './developer-token-routes.js';
 import { registerRegistrationStatusRoutes } from './registration-routes.js';
 import { registerSignInRoutes } from './sign-in-routes.js';
-
-export interface AuthHttpDeps {
-  signIn: SignIn;
-  developerTokens: DeveloperTokens;
-  reads: AuthReads;
-  controlPlaneReads: ControlPlaneReads;
-  /** Whether the console's cookies are marked Secure (the provider's redirect URI is HTTPS). */
-  secureCookies: (provider: string) => boolean;
-  clock?: () => Date;
-}
 
 /**
  * SPEC 4.4: the auth service's routes and the console's session routes. The console proxies of the

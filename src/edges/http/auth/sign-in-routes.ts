@@ -4,8 +4,8 @@ import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
 import { parseBody } from '../control-plane/body.js';
 import { parseCookies, serializeCookie } from './cookies.js';
+import type { AuthHttpDeps } from './deps.js';
 import { safeReturnPath } from './return-to.js';
-import type { AuthHttpDeps } from './routes.js';
 import { SESSION_COOKIE } from './session.js';
 
 /** Binds a console sign-in to the browser that started it (SPEC 5: browser-bound state). */

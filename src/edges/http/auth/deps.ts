@@ -1,0 +1,15 @@
+import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
+import type { SignIn } from '../../../commands/auth/sign-in.js';
+import type { AuthReads } from '../../../projections/auth/reads.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
+
+/** What the auth routes (SPEC 4.4) are given by the auth role. */
+export interface AuthHttpDeps {
+  signIn: SignIn;
+  developerTokens: DeveloperTokens;
+  reads: AuthReads;
+  controlPlaneReads: ControlPlaneReads;
+  /** Whether the console's cookies are marked Secure (the provider's redirect URI is HTTPS). */
+  secureCookies: (provider: string) => boolean;
+  clock?: () => Date;
+}
