@@ -1,5 +1,5 @@
 /**
- * Query API latency over 1M request rows on chdb (issue 13 "Must show"): p50 and p99 of the
+ * Query API latency over 1M request rows on chdb (SPEC 4.5): p50 and p99 of the
  * requests list, usage and the cost_detail finance export, asked through the real HTTP routes
  * (fastify inject on registerQueryRoutes, as the query role mounts them) with the platform
  * administrator's token, over tenants created through the control plane on a throwaway Postgres

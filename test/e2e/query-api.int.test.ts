@@ -29,7 +29,7 @@ import {
 import { grpcClient } from '../helpers/grpc.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
-// Issue 13 "Must show": finance reconciliation over a generated month with dimensions, tenant
+// SPEC 4.5: finance reconciliation over a generated month with dimensions, tenant
 // isolation on every route, verified body fetch refusing a tampered pack, export limits, and the
 // credential rules (developer token yes, service API key no). One chdb engine for the file.
 

@@ -12,7 +12,7 @@ import { createSettlement } from '../../src/roles/wallet.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 10 "Must show": a wallet funded for exactly 50 holds meets 200 concurrent requests through
+// SPEC 1.4 and 8 escrow holds: a wallet funded for exactly 50 holds meets 200 concurrent requests through
 // the real gateway on a platform key. At most 50 are served, the rest get 402 in the caller's
 // envelope, and after settlement the balance is the funding minus the settled charges, never
 // negative. Settlement is driven by calling settleRequest with each envelope read from the bus

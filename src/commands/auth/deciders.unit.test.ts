@@ -13,7 +13,7 @@ import { registrationCodeDecider } from './registration-code.js';
 import { registrationInviteDecider } from './registration-invite.js';
 import { AUTH_SECRET_PREFIX } from './service.js';
 
-// Auth deciders, given/when/then (STYLE.md rules 1, 10; issue 12).
+// Auth deciders, given/when/then (STYLE.md rules 1, 10; SPEC 2.11, 4.4).
 
 const given =
   <C, E extends DomainEvent, S>(d: Decider<C, E, S>) =>

@@ -9,7 +9,7 @@ import type { ProjectEvent } from '../project/events.js';
 import { parseMonthlyCap } from './decider.js';
 import type { SpendCapCommand, SpendCapEvent } from './events.js';
 
-// Spend caps on the organization, project and API key aggregates, given/when/then (issue 13 item 5).
+// Spend caps on the organization, project and API key aggregates, given/when/then (SPEC 8 monthly spend caps).
 
 const given =
   <C, E extends DomainEvent, S>(d: Decider<C, E, S>) =>

@@ -10,7 +10,7 @@ import { clearReadModel, type Projection } from '../projection.js';
 
 type AuthEvent = IdentityEvent | RegistrationInviteEvent | RegistrationCodeEvent | DeveloperTokenEvent;
 
-/** Stream categories of the auth service's aggregates (issue 12); the audit relay reads them too. */
+/** Stream categories of the auth service's aggregates (SPEC 4.4); the audit relay reads them too. */
 export const AUTH_CATEGORIES = ['identity', 'reginvite', 'regcode', 'devtoken'] as const;
 
 const TABLES = [

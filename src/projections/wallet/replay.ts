@@ -79,8 +79,9 @@ const diffEntries = (
 };
 
 /**
- * `svc ledger replay` (issue 10 item 6): folds the workspace's ledger from its first event with the
- * wallet decider's evolve, then compares the result with the read model row by row (balance, held
+ * `svc ledger replay` (ARCHITECTURE.md "The event store": finance replays a wallet ledger): folds
+ * the workspace's ledger from its first event with the ledger totals the wallet decider folds with
+ * (commands/wallet/ledger.ts), then compares the result with the read model row by row (balance, held
  * funds against active holds, every transaction and charge). The read model is first brought to
  * the stream's head so a lagging projector is never reported as a difference.
  */
