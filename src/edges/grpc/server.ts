@@ -2,7 +2,6 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { HealthRegistry } from '../../lib/health.js';
-import type { Role } from '../../roles/role.js';
 
 export const PROTO_ROOT = fileURLToPath(new URL('../../../proto/', import.meta.url));
 
@@ -24,9 +23,15 @@ export const loadService = (file: string, qualifiedName: string): grpc.ServiceDe
   return service;
 };
 
+/** What the server asks of a role (src/roles/role.ts): its name, and its services if it has any. */
+export interface GrpcMount {
+  name: string;
+  grpc?(server: grpc.Server): void;
+}
+
 export const createGrpcServer = (options: {
   health: HealthRegistry;
-  roles: readonly Role[];
+  roles: readonly GrpcMount[];
   version: string;
 }): grpc.Server => {
   const server = new grpc.Server();

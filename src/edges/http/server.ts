@@ -5,13 +5,18 @@ import { renderApiError, ServiceError } from '../../lib/errors.js';
 import type { HealthRegistry } from '../../lib/health.js';
 import { newId } from '../../lib/ids.js';
 import { labelled } from '../../lib/metrics.js';
-import type { Role } from '../../roles/role.js';
+
+/** What the server asks of a role (src/roles/role.ts): its name, and its routes if it has any. */
+export interface HttpMount {
+  name: string;
+  http?(app: FastifyInstance): Promise<void> | void;
+}
 
 export interface HttpServerOptions {
   logger: Logger;
   metrics: Registry;
   health: HealthRegistry;
-  roles: readonly Role[];
+  roles: readonly HttpMount[];
   bodyLimit?: number;
 }
 
