@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { draftFor } from '../../../test/fixtures/ingest/ingest.fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
 import { ChdbAnalyticsStore } from '../../analytics/chdb/store.js';
 import { RequestRecordPublisher } from '../../events/envelopes/publish.js';
 import { PostgresBus } from '../../events/postgres/bus.js';
-import { draftFor } from '../../../test/fixtures/ingest/ingest.fixtures.js';
 
 // Issue 11 "Must show": the consumer killed mid-batch (SIGKILL right after a batch's rows were
 // inserted, before read-back, audit or ack) and restarted loses no row and duplicates none after

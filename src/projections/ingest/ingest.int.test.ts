@@ -3,17 +3,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { privateNats } from '../../../test/helpers/nats-server.js';
-import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
-import type { ChdbAnalyticsStore } from '../../analytics/chdb/store.js';
-import type { Bus, BusMessage } from '../../events/bus.js';
-import { blake3Hex } from '../../events/envelopes/body.js';
-import { RequestRecordPublisher } from '../../events/envelopes/publish.js';
-import { buildRequestRecord } from '../../events/envelopes/record.js';
-import { NatsBus } from '../../events/nats/bus.js';
-import { PostgresBus } from '../../events/postgres/bus.js';
-import { requestLoggedMessageId } from './audit.js';
-import { type DeadLetterSource, natsDeadLetters, postgresDeadLetters, replayDeadLetters } from './dlq.js';
 import {
   auditFailingBus,
   auditRefusingBus,
@@ -27,6 +16,17 @@ import {
   suppressedWrites,
   waitFor,
 } from '../../../test/fixtures/ingest/ingest.fixtures.js';
+import { privateNats } from '../../../test/helpers/nats-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
+import type { ChdbAnalyticsStore } from '../../analytics/chdb/store.js';
+import type { Bus, BusMessage } from '../../events/bus.js';
+import { blake3Hex } from '../../events/envelopes/body.js';
+import { RequestRecordPublisher } from '../../events/envelopes/publish.js';
+import { buildRequestRecord } from '../../events/envelopes/record.js';
+import { NatsBus } from '../../events/nats/bus.js';
+import { PostgresBus } from '../../events/postgres/bus.js';
+import { requestLoggedMessageId } from './audit.js';
+import { type DeadLetterSource, natsDeadLetters, postgresDeadLetters, replayDeadLetters } from './dlq.js';
 import { readStoredBody } from './pack.js';
 import type { StoredBody } from './rows.js';
 
