@@ -1,5 +1,5 @@
 /**
- * Query API latency over 1M request rows on chdb (issue 13 "Must show"): p50 and p99 of the
+ * Query API latency over 1M request rows on chdb (SPEC 4.5): p50 and p99 of the
  * requests list, usage and the cost_detail finance export, asked through the real HTTP routes
  * (fastify inject on registerQueryRoutes, as the query role mounts them) with the platform
  * administrator's token, over tenants created through the control plane on a throwaway Postgres
@@ -19,10 +19,10 @@ import { join } from 'node:path';
 import Fastify from 'fastify';
 import { ChdbAnalyticsStore, chdbPath } from '../../src/analytics/chdb/store.js';
 import { migrateClickHouse } from '../../src/analytics/migrate.js';
-import { developerTokenVerifier } from '../../src/commands/auth/reads.js';
 import { registerQueryRoutes } from '../../src/edges/http/query/routes.js';
 import { PostgresEventStore } from '../../src/events/postgres/event-store.js';
 import { renderApiError, ServiceError } from '../../src/lib/errors.js';
+import { developerTokenVerifier } from '../../src/projections/auth/reads.js';
 import { LiveSessions } from '../../src/query/live.js';
 import { monthlyUsageSnapshot } from '../../src/query/snapshot.js';
 import { makeControlPlane } from '../../src/roles/control-plane.js';

@@ -1,8 +1,13 @@
 import type { TaskList } from 'graphile-worker';
 import type { Logger } from 'pino';
-import { expireHolds, reconcileTopUps } from '../commands/wallet/sweeps.js';
+import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
+import { expireHolds, reconcileTopUps, type SweepDeps } from '../commands/wallet/sweeps.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
+import { workspaceDirectory } from '../projections/control-plane/workspaces.js';
+import { catchUp } from '../projections/runner.js';
+import { walletProjection } from '../projections/wallet/projection.js';
+import { WalletReads } from '../projections/wallet/reads.js';
 import { jobRunner } from './runner.js';
 
 /**
@@ -29,16 +34,28 @@ export interface WalletJobDeps {
   logger?: Logger;
 }
 
-export const walletTaskList = (deps: WalletJobDeps): TaskList => ({
-  [WALLET_TASKS.expireHolds]: async () => {
-    const expired = await expireHolds(deps);
-    if (expired > 0) deps.logger?.info({ expired }, 'wallet holds expired');
-  },
-  [WALLET_TASKS.reconcile]: async () => {
-    const mismatches = await reconcileTopUps(deps, { graceSeconds: deps.reconcileGraceSeconds });
-    for (const m of mismatches) deps.logger?.warn({ mismatch: m }, 'wallet.reconciliation.mismatch');
-  },
+/** The sweeps' ports on this database: the escrow's holds, the ledger read model, the workspaces. */
+const sweepDeps = (deps: WalletJobDeps): SweepDeps => ({
+  store: deps.store,
+  holds: new PostgresEscrow(deps.pool),
+  payments: new WalletReads(deps.pool),
+  workspaces: workspaceDirectory(deps.pool),
+  waitForLedger: (position) => catchUp(deps.pool, walletProjection, position),
 });
+
+export const walletTaskList = (deps: WalletJobDeps): TaskList => {
+  const sweeps = sweepDeps(deps);
+  return {
+    [WALLET_TASKS.expireHolds]: async () => {
+      const expired = await expireHolds(sweeps);
+      if (expired > 0) deps.logger?.info({ expired }, 'wallet holds expired');
+    },
+    [WALLET_TASKS.reconcile]: async () => {
+      const mismatches = await reconcileTopUps(sweeps, { graceSeconds: deps.reconcileGraceSeconds });
+      for (const m of mismatches) deps.logger?.warn({ mismatch: m }, 'wallet.reconciliation.mismatch');
+    },
+  };
+};
 
 /** Starts and stops the wallet's graphile-worker runner (see src/jobs/runner.ts). */
 export const walletJobs = (deps: WalletJobDeps & { connectionString: string }) =>

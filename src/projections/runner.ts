@@ -175,12 +175,11 @@ export class ProjectionRunner {
 
 /**
  * Read-your-writes: brings `projection` up to `position`, applying batches in this process when no
- * projector got there first (the checkpoint lock keeps this safe beside a running projector).
+ * projector got there first (the checkpoint lock keeps this safe beside a running projector). A
+ * batch answers the checkpoint it committed, so only the first look reads the checkpoint table.
  */
 export const catchUp = async (pool: Pool, projection: Projection, position: number): Promise<void> => {
-  for (;;) {
-    const cp = await checkpointOf(pool, projection.name);
-    if (cp && cp.version === projection.version && cp.position >= position) return;
-    await runBatch(pool, projection);
-  }
+  const cp = await checkpointOf(pool, projection.name);
+  if (cp && cp.version === projection.version && cp.position >= position) return;
+  while ((await runBatch(pool, projection)).position < position);
 };

@@ -1,8 +1,8 @@
 import type { AnalyticsStore } from '../analytics/port.js';
-import type { ControlPlaneReads } from '../commands/control-plane/reads.js';
 import { csvLine } from '../lib/csv.js';
 import { ServiceError } from '../lib/errors.js';
 import { formatUsd, parseUsd } from '../lib/money.js';
+import type { ControlPlaneReads } from '../projections/control-plane/reads.js';
 import { type DimensionBinding, dimensionColumn } from './dimensions.js';
 import { type Panel, type PanelQuery, type PanelRow, runPanel } from './panels.js';
 

@@ -1,7 +1,7 @@
-import type { DeveloperTokenIdentity } from '../commands/auth/reads.js';
-import type { ControlPlaneReads, OrgRow } from '../commands/control-plane/reads.js';
 import { safeEqual } from '../lib/crypto.js';
 import { ServiceError } from '../lib/errors.js';
+import type { DeveloperTokenIdentity } from '../projections/auth/reads.js';
+import type { ControlPlaneReads, OrgRow } from '../projections/control-plane/reads.js';
 
 /**
  * Who may read what on the query routes (SPEC 5): a console session whose user is a member of the

@@ -1,7 +1,6 @@
 import { DeveloperTokens } from '../commands/auth/developer-tokens.js';
 import { LoginStates } from '../commands/auth/login-states.js';
 import { OidcClients } from '../commands/auth/oidc.js';
-import { AuthReads } from '../commands/auth/reads.js';
 import { Registration } from '../commands/auth/registration.js';
 import { AuthCommands } from '../commands/auth/service.js';
 import { SignIn } from '../commands/auth/sign-in.js';
@@ -10,6 +9,8 @@ import { registerAuthRoutes } from '../edges/http/auth/routes.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { authProjection } from '../projections/auth/projection.js';
+import { AuthReads } from '../projections/auth/reads.js';
+import { workspaceDirectory } from '../projections/control-plane/workspaces.js';
 import { catchUp } from '../projections/runner.js';
 import { makeControlPlane } from './control-plane.js';
 import type { Role, RoleContext } from './role.js';
@@ -22,7 +23,11 @@ export const makeAuth = (store: EventStore, pool: Pool, masterKey: Buffer) => {
   return {
     controlPlane,
     reads,
-    registration: new Registration(commands, reads, controlPlane),
+    registration: new Registration(commands, reads, {
+      users: controlPlane,
+      workspaces: workspaceDirectory(pool),
+      directory: controlPlane.reads,
+    }),
     developerTokens: new DeveloperTokens(commands, reads, controlPlane.reads),
   };
 };

@@ -1,17 +1,37 @@
-import { ControlPlane } from '../commands/control-plane/service.js';
+import { type ControlPlaneCommands, controlPlaneCommands } from '../commands/control-plane/commands.js';
 import { addControlPlaneServices } from '../edges/grpc/control-plane.js';
 import { registerControlPlaneRoutes } from '../edges/http/control-plane/routes.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { auditRelay } from '../projections/audit-relay/projection.js';
 import { controlPlaneProjection } from '../projections/control-plane/projection.js';
+import { ControlPlaneReads } from '../projections/control-plane/reads.js';
+import { workspaceDirectory } from '../projections/control-plane/workspaces.js';
+import { liveEndpointsFrom } from '../projections/registry/queries.js';
 import { catchUp, ProjectionRunner } from '../projections/runner.js';
 import type { Role, RoleContext } from './role.js';
 import { walletControlPlane } from './wallet.js';
 
-/** The control plane's write side with read-your-writes on its read model. */
-export const makeControlPlane = (store: EventStore, pool: Pool, masterKey: Buffer): ControlPlane =>
-  new ControlPlane(store, pool, masterKey, (position) => catchUp(pool, controlPlaneProjection, position));
+/** The control plane as the CLI, the auth role and tests use it: its commands beside its read model. */
+export type ControlPlane = ControlPlaneCommands & { readonly reads: ControlPlaneReads };
+
+/**
+ * The control plane's write side on this database: each aggregate's commands asking the read model
+ * through its ports, with read-your-writes on the control-plane projection.
+ */
+export const makeControlPlane = (store: EventStore, pool: Pool, masterKey: Buffer): ControlPlane => {
+  const reads = new ControlPlaneReads(pool);
+  const commands = controlPlaneCommands({
+    store,
+    clock: () => new Date(),
+    readYourWrites: (position) => catchUp(pool, controlPlaneProjection, position),
+    masterKey,
+    workspaces: workspaceDirectory(pool),
+    directory: reads,
+    endpoints: liveEndpointsFrom(pool),
+  });
+  return { ...commands, reads };
+};
 
 export const controlPlaneRole = (ctx: RoleContext): Role => {
   const cp = makeControlPlane(ctx.eventStore, ctx.pool, ctx.masterKey);
@@ -27,11 +47,11 @@ export const controlPlaneRole = (ctx: RoleContext): Role => {
     prepare: () =>
       ctx.apiKeys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') }),
     http: async (app) => {
-      registerControlPlaneRoutes(app, cp, ctx.adminToken);
+      registerControlPlaneRoutes(app, cp, cp.reads, ctx.adminToken);
       await wallets.http(app);
     },
     // The admin token doubles as the internal service token for gRPC callers.
-    grpc: (server) => addControlPlaneServices(server, cp, ctx.apiKeys, ctx.adminToken),
+    grpc: (server) => addControlPlaneServices(server, cp, cp.reads, ctx.apiKeys, ctx.adminToken),
     start: async () => {
       relay.start();
       await wallets.start();

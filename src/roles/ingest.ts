@@ -1,4 +1,5 @@
-import { createSettlement } from '../commands/wallet/settlement.js';
+import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
+import { settlement } from '../commands/wallet/settlement.js';
 import { billingHealthJobs } from '../jobs/billing-health.js';
 import { IngestConsumer } from '../projections/ingest/consumer.js';
 import type { RequestLoggedHook } from '../projections/ingest/flush.js';
@@ -7,14 +8,14 @@ import type { Role, RoleContext, RoleFactory } from './role.js';
 
 export interface IngestRoleHooks {
   /**
-   * Settlement plugs in here (the wallet issue): called once a request's rows, body pack and audit
+   * Settlement plugs in here (SPEC 1.4 escrow holds): called once a request's rows, body pack and audit
    * event are durable and before its message is acked; idempotent by request_id, since a
    * redelivered request calls it again. Absent: nothing to settle.
    */
   onRequestLogged?: RequestLoggedHook;
 }
 
-/** The ingest worker: request.completed from the bus into ClickHouse and body packs (issue 11). */
+/** The ingest worker: request.completed from the bus into ClickHouse and body packs (SPEC 6). */
 export const ingestRoleWith =
   (hooks: IngestRoleHooks = {}): RoleFactory =>
   (ctx: RoleContext): Role => {
@@ -41,11 +42,11 @@ export const ingestRoleWith =
   };
 
 /**
- * The ingest role as `svc serve` runs it: wallet settlement (issue 10) after each request is
+ * The ingest role as `svc serve` runs it: wallet settlement (SPEC 1.4, 8) after each request is
  * durable, idempotent per request id; a failed settlement leaves the message for redelivery.
  */
 export const ingestRole: RoleFactory = async (ctx) => {
-  const { settleRequest } = createSettlement({ pool: ctx.pool, store: ctx.eventStore });
+  const { settleRequest } = settlement({ store: ctx.eventStore, holds: new PostgresEscrow(ctx.pool) });
   const role = await ingestRoleWith({
     onRequestLogged: async (envelope) => {
       await settleRequest(envelope);

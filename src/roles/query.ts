@@ -1,7 +1,7 @@
-import { developerTokenVerifier } from '../commands/auth/reads.js';
-import { ControlPlaneReads } from '../commands/control-plane/reads.js';
 import { addQueryService } from '../edges/grpc/query.js';
 import { registerQueryRoutes } from '../edges/http/query/routes.js';
+import { developerTokenVerifier } from '../projections/auth/reads.js';
+import { ControlPlaneReads } from '../projections/control-plane/reads.js';
 import { LiveSessions } from '../query/live.js';
 import type { Role, RoleContext } from './role.js';
 

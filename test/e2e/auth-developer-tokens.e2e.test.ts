@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuthReads } from '../../src/commands/auth/reads.js';
+import { AuthReads } from '../../src/projections/auth/reads.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 12 "Must show": every status code of SPEC 4.4 and 7.6 rule 4 for personal developer
+// Every status code of SPEC 4.4 and 7.6 rule 4 for personal developer
 // tokens through a running `svc serve`, their verification for the query role, and their refusal
 // at the model edges.
 

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlPlaneReads } from '../../src/commands/control-plane/reads.js';
+import { ControlPlaneReads } from '../../src/projections/control-plane/reads.js';
 import { grpcClient } from '../helpers/grpc.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js';
 
-// Issue 4 "Must show", over real HTTP, gRPC and the CLI against a running `svc serve`.
+// The control plane of SPEC 4.6 and 4.8, over real HTTP, gRPC and the CLI against a running `svc serve`.
 
 let db: TestDatabase;
 let serve: ServeProcess;

@@ -7,8 +7,6 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChdbAnalyticsStore } from '../../src/analytics/chdb/store.js';
 import { migrateClickHouse } from '../../src/analytics/migrate.js';
-import { developerTokenVerifier } from '../../src/commands/auth/reads.js';
-import type { ControlPlane } from '../../src/commands/control-plane/service.js';
 import { addQueryService } from '../../src/edges/grpc/query.js';
 import { grpcMonthlySpend } from '../../src/edges/grpc/query-client.js';
 import { bindGrpc } from '../../src/edges/grpc/server.js';
@@ -19,8 +17,9 @@ import { hashSecret } from '../../src/lib/crypto.js';
 import { renderApiError, ServiceError } from '../../src/lib/errors.js';
 import { addUsd, formatUsd, parseUsd, ZERO_USD } from '../../src/lib/money.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
+import { developerTokenVerifier } from '../../src/projections/auth/reads.js';
 import { LiveSessions } from '../../src/query/live.js';
-import { makeControlPlane } from '../../src/roles/control-plane.js';
+import { type ControlPlane, makeControlPlane } from '../../src/roles/control-plane.js';
 import {
   type GeneratedRequest,
   generateRequest,
@@ -31,7 +30,7 @@ import {
 import { grpcClient } from '../helpers/grpc.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
-// Issue 13 "Must show": finance reconciliation over a generated month with dimensions, tenant
+// SPEC 4.5: finance reconciliation over a generated month with dimensions, tenant
 // isolation on every route, verified body fetch refusing a tampered pack, export limits, and the
 // credential rules (developer token yes, service API key no). One chdb engine for the file.
 

@@ -1,7 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresEscrow } from '../../src/commands/wallet/postgres-escrow.js';
-import { createSettlement } from '../../src/commands/wallet/settlement.js';
 import {
   type RequestCompleted,
   requestCompletedSchema,
@@ -9,10 +8,11 @@ import {
 import { PostgresEventStore } from '../../src/events/postgres/event-store.js';
 import { addUsd, formatUsd, mulUsd, parseUsd, subUsd, ZERO_USD } from '../../src/lib/money.js';
 import { replayLedger } from '../../src/projections/wallet/replay.js';
+import { createSettlement } from '../../src/roles/wallet.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 10 "Must show": a wallet funded for exactly 50 holds meets 200 concurrent requests through
+// SPEC 1.4 and 8 escrow holds: a wallet funded for exactly 50 holds meets 200 concurrent requests through
 // the real gateway on a platform key. At most 50 are served, the rest get 402 in the caller's
 // envelope, and after settlement the balance is the funding minus the settled charges, never
 // negative. Settlement is driven by calling settleRequest with each envelope read from the bus

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { SpendCapLevel } from '../../commands/spend-cap/decider.js';
+import type { SpendCapLevel } from '../../commands/spend-cap/events.js';
 import { CliError, emit, table } from '../output.js';
 import { withControlPlane } from './tenancy.js';
 
@@ -42,7 +42,10 @@ export const registerSpendCapCommands = (program: Command): void => {
       .requiredOption('--monthly-usd <amount>', 'exact decimal US dollars, e.g. 250.00'),
   ).action(async (opts: TargetFlags & { monthlyUsd: string; json?: boolean }) => {
     const target = targetOf(opts);
-    const cap = await withControlPlane((cp) => cp.setSpendCap(cli, target, { monthlyUsd: opts.monthlyUsd }));
+    const cap = await withControlPlane(async (cp) => {
+      await cp.setSpendCap(cli, target, { monthlyUsd: opts.monthlyUsd });
+      return cp.reads.spendCap(target.level, target.id);
+    });
     emit(opts.json, cap, (c) => `${target.level} ${target.id}: monthly cap ${c?.monthly_usd} USD`);
   });
   withTarget(caps.command('clear').description('remove a cap')).action(

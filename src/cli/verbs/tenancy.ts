@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import type { ControlPlane } from '../../commands/control-plane/service.js';
 import { withOwnPool } from '../../providers/azure/client.js';
 import { type CredentialRef, discoverDeployments } from '../../providers/azure/discover.js';
-import { makeControlPlane } from '../../roles/control-plane.js';
+import { type ControlPlane, makeControlPlane } from '../../roles/control-plane.js';
 import { formatDiscovery } from '../catalog/azure-report.js';
 import { CliError, emit } from '../output.js';
 import { withEventStore } from '../runtime.js';

@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
 import type { AnalyticsStore } from '../../analytics/port.js';
-import type { WalletService } from '../../commands/wallet/service.js';
 import type { Config } from '../../config/config.js';
 import { PostgresEventStore } from '../../events/postgres/event-store.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { describeError, ServiceError } from '../../lib/errors.js';
+import { workspaceIdOf } from '../../projections/control-plane/workspaces.js';
 import { type LedgerDifference, replayLedger } from '../../projections/wallet/replay.js';
 import { type AnalyticsComparison, compareWithAnalytics } from '../../query/wallet-costs.js';
-import { makeWalletService } from '../../roles/wallet.js';
+import { makeWalletService, type WalletService } from '../../roles/wallet.js';
 import { CliError, emit, table } from '../output.js';
 import { progress } from '../progress.js';
 import { openDatabase, readConfig } from '../runtime.js';
@@ -18,12 +18,9 @@ const admin = { id: 'admin' };
 
 /** A workspace named by id or by name. */
 const resolveWorkspace = async (pool: Pool, ref: string): Promise<string> => {
-  const { rows } = await pool.query<{ workspace_id: string }>(
-    'SELECT workspace_id FROM rm_workspaces WHERE workspace_id = $1 OR name = $1 ORDER BY workspace_id = $1 DESC LIMIT 1',
-    [ref],
-  );
-  if (!rows[0]) throw new CliError(`no workspace with id or name ${ref}`);
-  return rows[0].workspace_id;
+  const workspaceId = await workspaceIdOf(pool, ref);
+  if (!workspaceId) throw new CliError(`no workspace with id or name ${ref}`);
+  return workspaceId;
 };
 
 const withWallet = async <T>(

@@ -1,13 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { DEVELOPER_TOKEN_PREFIX } from '../../edges/http/gateway/auth.js';
 import type { Decider, DomainEvent } from '../decider.js';
-import { type DeveloperTokenEvent, developerTokenDecider } from './developer-token.js';
-import { type IdentityEvent, identityDecider } from './identity.js';
-import { type RegistrationCodeEvent, registrationCodeDecider } from './registration-code.js';
-import { type RegistrationInviteEvent, registrationInviteDecider } from './registration-invite.js';
+import { developerTokenDecider } from './developer-token.js';
+import type {
+  DeveloperTokenEvent,
+  IdentityEvent,
+  RegistrationCodeEvent,
+  RegistrationInviteEvent,
+} from './events.js';
+import { identityDecider } from './identity.js';
+import { registrationCodeDecider } from './registration-code.js';
+import { registrationInviteDecider } from './registration-invite.js';
 import { AUTH_SECRET_PREFIX } from './service.js';
 
-// Auth deciders, given/when/then (STYLE.md rules 1, 10; issue 12).
+// Auth deciders, given/when/then (STYLE.md rules 1, 10; SPEC 2.11, 4.4).
 
 const given =
   <C, E extends DomainEvent, S>(d: Decider<C, E, S>) =>

@@ -2,39 +2,7 @@ import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
 
-/**
- * A personal developer token (SPEC 2.11): owned by one user, bound to one org and optionally one
- * project. The secret is never in an event: only its SHA-256 and the visible prefix.
- */
-export type DeveloperTokenEvent =
-  | {
-      type: 'DeveloperTokenCreated';
-      data: {
-        token_id: string;
-        user_id: string;
-        org_id: string;
-        project_id: string | null;
-        workspace_id: string;
-        name: string;
-        prefix: string;
-        token_hash: string;
-      };
-    }
-  | { type: 'DeveloperTokenRevoked'; data: { revoked_at: string } };
-
-export type DeveloperTokenCommand =
-  | {
-      type: 'CreateDeveloperToken';
-      tokenId: string;
-      userId: string;
-      orgId: string;
-      projectId: string | null;
-      workspaceId: string;
-      name: string;
-      prefix: string;
-      tokenHash: string;
-    }
-  | { type: 'RevokeDeveloperToken'; userId: string; now: string };
+import type { DeveloperTokenCommand, DeveloperTokenEvent } from './events.js';
 
 export interface DeveloperToken {
   exists: boolean;

@@ -1,10 +1,11 @@
 import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
 import { newId, newSecret } from '../../lib/ids.js';
-import type { ControlPlaneReads, SessionPrincipal } from '../control-plane/reads.js';
+import type { OrganizationDirectory, ProjectDirectory } from '../ports.js';
+import { VISIBLE_PREFIX_LENGTH } from '../service.js';
 import { developerTokenDecider, developerTokenStream } from './developer-token.js';
-import type { AuthReads } from './reads.js';
-import { AUTH_SECRET_PREFIX, type AuthCommands, VISIBLE_PREFIX_LENGTH } from './service.js';
+import type { AuthLookups, SignedInUser } from './ports.js';
+import { AUTH_SECRET_PREFIX, type AuthCommands } from './service.js';
 
 const NAME = /^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,99}$/u;
 
@@ -21,12 +22,12 @@ export interface CreateDeveloperTokenInput {
 export class DeveloperTokens {
   constructor(
     private readonly commands: AuthCommands,
-    private readonly reads: AuthReads,
-    private readonly controlPlane: ControlPlaneReads,
+    private readonly reads: AuthLookups,
+    private readonly controlPlane: OrganizationDirectory & ProjectDirectory,
   ) {}
 
   /** Unknown orgs answer like foreign ones: a caller learns nothing about orgs outside their scope. */
-  private async orgInScope(user: SessionPrincipal, orgId: string) {
+  private async orgInScope(user: SignedInUser, orgId: string) {
     const org = await this.controlPlane.organization(orgId);
     if (!org || !user.memberships.has(org.workspace_id))
       throw new ServiceError('forbidden', 'org_id is not an organization of your workspaces', {
@@ -35,7 +36,7 @@ export class DeveloperTokens {
     return org;
   }
 
-  async create(user: SessionPrincipal, input: CreateDeveloperTokenInput) {
+  async create(user: SignedInUser, input: CreateDeveloperTokenInput) {
     const name = input.name.trim();
     if (!NAME.test(name))
       throw new ServiceError(
@@ -83,7 +84,7 @@ export class DeveloperTokens {
     };
   }
 
-  async list(user: SessionPrincipal, orgId: string) {
+  async list(user: SignedInUser, orgId: string) {
     await this.orgInScope(user, orgId);
     const rows = await this.reads.developerTokens(user.user_id, orgId);
     return rows.map((r) => ({
@@ -96,7 +97,7 @@ export class DeveloperTokens {
     }));
   }
 
-  async revoke(user: SessionPrincipal, tokenId: string) {
+  async revoke(user: SignedInUser, tokenId: string) {
     const token = await this.reads.developerToken(tokenId);
     if (!token || token.user_id !== user.user_id || token.revoked_at)
       throw new ServiceError('not_found', 'developer token not found or already revoked');

@@ -2,30 +2,7 @@ import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
 
-/**
- * An external identity (one OpenID provider issuer and subject) and the sign-ins made with it. The
- * stream id derives from issuer and subject, so a second link of the same identity lands here.
- */
-export type IdentityEvent =
-  | {
-      type: 'IdentityLinked';
-      data: { identity_id: string; provider: string; issuer: string; subject: string; user_id: string };
-    }
-  | {
-      type: 'UserSignedIn';
-      data: { user_id: string; provider: string; method: 'oidc'; session_id: string; registered: boolean };
-    };
-
-export type IdentityCommand =
-  | {
-      type: 'LinkIdentity';
-      identityId: string;
-      provider: string;
-      issuer: string;
-      subject: string;
-      userId: string;
-    }
-  | { type: 'RecordSignIn'; userId: string; provider: string; sessionId: string; registered: boolean };
+import type { IdentityCommand, IdentityEvent } from './events.js';
 
 export interface Identity {
   userId: string | null;

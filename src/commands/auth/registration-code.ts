@@ -2,20 +2,7 @@ import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
 
-/** A shared registration code with a limited number of uses. Only its SHA-256 is in an event. */
-export type RegistrationCodeEvent =
-  | {
-      type: 'RegistrationCodeCreated';
-      data: { code_id: string; code_hash: string; uses: number; expires_at: string };
-    }
-  | {
-      type: 'RegistrationCodeRedeemed';
-      data: { user_id: string; redeemed_at: string; uses_remaining: number };
-    };
-
-export type RegistrationCodeCommand =
-  | { type: 'CreateRegistrationCode'; codeId: string; codeHash: string; uses: number; expiresAt: string }
-  | { type: 'RedeemRegistrationCode'; userId: string; now: string };
+import type { RegistrationCodeCommand, RegistrationCodeEvent } from './events.js';
 
 export interface RegistrationCode {
   exists: boolean;

@@ -2,35 +2,7 @@ import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
 
-/**
- * A single-use invitation to register, bound to one e-mail address and optionally to a workspace
- * role the new user receives. The invite token is never in an event: only its SHA-256.
- */
-export type RegistrationInviteEvent =
-  | {
-      type: 'RegistrationInviteCreated';
-      data: {
-        invite_id: string;
-        token_hash: string;
-        email: string;
-        workspace_id: string | null;
-        role: 'manager' | 'member' | null;
-        expires_at: string;
-      };
-    }
-  | { type: 'RegistrationInviteAccepted'; data: { user_id: string; accepted_at: string } };
-
-export type RegistrationInviteCommand =
-  | {
-      type: 'CreateRegistrationInvite';
-      inviteId: string;
-      tokenHash: string;
-      email: string;
-      workspaceId: string | null;
-      role: 'manager' | 'member' | null;
-      expiresAt: string;
-    }
-  | { type: 'AcceptRegistrationInvite'; email: string; userId: string; now: string };
+import type { RegistrationInviteCommand, RegistrationInviteEvent } from './events.js';
 
 export interface RegistrationInvite {
   exists: boolean;

@@ -2,12 +2,13 @@ import type { RegistrationPolicy } from '../../config/config.js';
 import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
 import { idFromNames, newId, newSecret } from '../../lib/ids.js';
-import type { ControlPlane } from '../control-plane/service.js';
+import type { UserDirectory, WorkspaceDirectory } from '../ports.js';
 import { normalizeEmail } from '../user/decider.js';
+import type { UserCommands } from '../user/service.js';
 import type { WorkspaceRole } from '../workspace/events.js';
 import { identityDecider, identityStream } from './identity.js';
 import type { VerifiedIdentity } from './oidc.js';
-import type { AuthReads } from './reads.js';
+import type { AuthLookups } from './ports.js';
 import { registrationCodeDecider, registrationCodeStream } from './registration-code.js';
 import { registrationInviteDecider, registrationInviteStream } from './registration-invite.js';
 import { AUTH_SECRET_PREFIX, type AuthCommands } from './service.js';
@@ -35,15 +36,20 @@ const checkTtl = (ttlMs: number) => {
 };
 
 /**
- * Who may become a user (SPEC 4.4, issue 12): registration invites and codes, and the resolution of
+ * Who may become a user (SPEC 4.4): registration invites and codes, and the resolution of
  * a verified identity to a user: a linked identity, else an existing user with the verified
  * e-mail, else a new user admitted by the registration policy.
  */
 export class Registration {
   constructor(
     private readonly commands: AuthCommands,
-    private readonly reads: AuthReads,
-    private readonly controlPlane: ControlPlane,
+    private readonly reads: AuthLookups,
+    /** The control plane: its users, and the workspace and user questions asked of its read model. */
+    private readonly controlPlane: {
+      users: Pick<UserCommands, 'addUser'>;
+      workspaces: WorkspaceDirectory;
+      directory: UserDirectory;
+    },
   ) {}
 
   async createInvite(
@@ -54,7 +60,7 @@ export class Registration {
     if (!EMAIL.test(email))
       throw new ServiceError('bad_request', 'email is not an e-mail address', { param: 'email' });
     checkTtl(input.ttlMs);
-    if (input.workspaceId && !(await this.controlPlane.reads.workspace(input.workspaceId)))
+    if (input.workspaceId && !(await this.controlPlane.workspaces.exists(input.workspaceId)))
       throw new ServiceError('not_found', 'workspace not found', { param: 'workspace_id' });
     const inviteId = newId('inv');
     const token = newSecret(AUTH_SECRET_PREFIX.invite);
@@ -117,14 +123,14 @@ export class Registration {
     if (!identity.emailVerified)
       throw new ServiceError('forbidden', 'the identity provider has not verified this e-mail address');
     const email = normalizeEmail(identity.email);
-    const existing = await this.controlPlane.reads.userByEmail(email);
+    const existing = await this.controlPlane.directory.userByEmail(email);
     let user = existing;
     if (!user) {
       // The control plane derives user ids from the e-mail; admission must name the id first so a
       // retried sign-in finds its own invite acceptance or code use and is not charged twice.
       const userId = idFromNames('usr', email);
       const membership = await this.admit(email, userId, policy, admission);
-      user = await this.controlPlane.addUser({ id: `user:${userId}` }, email, membership);
+      user = await this.controlPlane.users.addUser({ id: `user:${userId}` }, email, membership);
       if (user.user_id !== userId) throw new Error('user id derivation differs from the control plane');
     }
     await this.commands.execute(

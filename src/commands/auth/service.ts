@@ -10,9 +10,6 @@ export const AUTH_SECRET_PREFIX = {
   registrationCode: 'svc_reg_',
 } as const;
 
-/** Characters of a secret shown in listings: the prefix plus a few random ones. */
-export const VISIBLE_PREFIX_LENGTH = 12;
-
 /**
  * Runs the auth aggregates' deciders: each command gets a fresh id, the caller's actor and the
  * clock's time, and the caller waits until the auth read model shows the change.

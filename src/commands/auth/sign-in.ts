@@ -2,7 +2,7 @@ import * as client from 'openid-client';
 import type { RegistrationPolicy } from '../../config/config.js';
 import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
-import type { ControlPlane } from '../control-plane/service.js';
+import type { UserCommands } from '../user/service.js';
 import type { LoginFlow, LoginStates } from './login-states.js';
 import type { OidcClients } from './oidc.js';
 import type { Registration } from './registration.js';
@@ -42,7 +42,7 @@ export class SignIn {
     private readonly oidc: OidcClients,
     private readonly states: LoginStates,
     private readonly registration: Registration,
-    private readonly controlPlane: ControlPlane,
+    private readonly users: Pick<UserCommands, 'issueSession'>,
     private readonly options: SignInOptions,
   ) {
     this.clock = options.clock ?? (() => new Date());
@@ -102,7 +102,7 @@ export class SignIn {
       config.registration_policy ?? this.options.defaultPolicy,
       { inviteHash: login.inviteHash, registrationCodeHash: login.registrationCodeHash },
     );
-    const session = await this.controlPlane.issueSession(
+    const session = await this.users.issueSession(
       { id: `user:${user.user_id}` },
       user.email,
       this.options.sessionTtlMs,

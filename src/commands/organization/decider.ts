@@ -1,24 +1,8 @@
 import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
-import {
-  decideSpendCap,
-  evolveSpendCap,
-  type SpendCapCommand,
-  type SpendCapEvent,
-} from '../spend-cap/decider.js';
-
-export type OrganizationEvent =
-  | { type: 'OrganizationCreated'; data: { org_id: string; workspace_id: string; name: string } }
-  | { type: 'ProviderDisallowListSet'; data: { providers: string[] } }
-  | { type: 'OrganizationTracingSet'; data: { enabled: boolean } }
-  | SpendCapEvent;
-
-export type OrganizationCommand =
-  | { type: 'CreateOrganization'; orgId: string; workspaceId: string; name: string }
-  | { type: 'SetProviderDisallowList'; providers: string[] }
-  | { type: 'SetOrganizationTracing'; enabled: boolean }
-  | SpendCapCommand;
+import { decideSpendCap, evolveSpendCap } from '../spend-cap/decider.js';
+import type { OrganizationCommand, OrganizationEvent } from './events.js';
 
 export interface Organization {
   exists: boolean;

@@ -1,25 +1,8 @@
 import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { Decider } from '../decider.js';
-import {
-  decideSpendCap,
-  evolveSpendCap,
-  type SpendCapCommand,
-  type SpendCapEvent,
-} from '../spend-cap/decider.js';
-
-export type ProjectEvent =
-  | {
-      type: 'ProjectCreated';
-      data: { project_id: string; org_id: string; workspace_id: string; name: string };
-    }
-  | { type: 'ProjectTracingSet'; data: { enabled: boolean } }
-  | SpendCapEvent;
-
-export type ProjectCommand =
-  | { type: 'CreateProject'; projectId: string; orgId: string; workspaceId: string; name: string }
-  | { type: 'SetProjectTracing'; enabled: boolean }
-  | SpendCapCommand;
+import { decideSpendCap, evolveSpendCap } from '../spend-cap/decider.js';
+import type { ProjectCommand, ProjectEvent } from './events.js';
 
 export interface Project {
   exists: boolean;

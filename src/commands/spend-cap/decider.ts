@@ -2,26 +2,16 @@ import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import { formatUsd, tryParseUsd } from '../../lib/money.js';
 
+import type { SpendCapCommand, SpendCapEvent, SpendCapLevel } from './events.js';
+
 /**
- * Monthly USD spend caps (issue 13 item 5). A cap belongs to the organization, project or API key it
- * limits, so its events live in that aggregate's stream (`org-…`, `project-…`, `apikey-…`) and the
- * three deciders share this one rule. A cap of 0 freezes paid traffic; a request is refused once
- * the month-to-date spend (UTC calendar month) is at or above the cap.
+ * The spend-cap rule the organization, project and API-key deciders share (events in events.ts).
+ * A cap of 0 freezes paid traffic; a request is refused once the month-to-date spend (UTC calendar
+ * month) is at or above the cap.
  */
 
-export type SpendCapLevel = 'org' | 'project' | 'api_key';
-export const SPEND_CAP_LEVELS: readonly SpendCapLevel[] = ['org', 'project', 'api_key'];
-
-export type SpendCapEvent =
-  | {
-      type: 'SpendCapSet';
-      data: { level: SpendCapLevel; org_id: string; workspace_id: string; monthly_usd: string };
-    }
-  | { type: 'SpendCapCleared'; data: { level: SpendCapLevel } };
-
-export type SpendCapCommand =
-  | { type: 'SetSpendCap'; level: SpendCapLevel; orgId: string; workspaceId: string; monthlyUsd: string }
-  | { type: 'ClearSpendCap'; level: SpendCapLevel };
+// The gateway's spend-cap cache (src/gateway/spend-caps.ts) names the level type from here.
+export type { SpendCapLevel } from './events.js';
 
 /** A trillion dollars a month: anything above is a typo, not a budget. */
 const MAX_CAP = 10n ** 12n * 10n ** 18n;
@@ -69,3 +59,30 @@ export const evolveSpendCap = (_current: string | null, e: SpendCapEvent): strin
       return assertNever(e);
   }
 };
+
+/** How a caller changes a cap: a new monthly amount, or clear it. */
+export type SpendCapChange = { monthlyUsd: unknown } | 'clear';
+
+/** A 400 unless a new cap arrives as a decimal string; the decider then checks its value. */
+export const checkSpendCapChange = (change: SpendCapChange): void => {
+  if (change !== 'clear' && typeof change.monthlyUsd !== 'string')
+    throw new ServiceError('bad_request', 'monthly_usd must be a decimal string such as "250.00"', {
+      param: 'monthly_usd',
+    });
+};
+
+/** The cap command of one capped aggregate, placed in its organization and workspace. */
+export const spendCapCommand = (
+  level: SpendCapLevel,
+  owner: { org_id: string; workspace_id: string },
+  change: SpendCapChange,
+): SpendCapCommand =>
+  change === 'clear'
+    ? { type: 'ClearSpendCap', level }
+    : {
+        type: 'SetSpendCap',
+        level,
+        orgId: owner.org_id,
+        workspaceId: owner.workspace_id,
+        monthlyUsd: change.monthlyUsd as string,
+      };

@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { type ApiKeyEvent, apiKeyDecider } from '../api-key/decider.js';
+import { apiKeyDecider } from '../api-key/decider.js';
+import type { ApiKeyEvent } from '../api-key/events.js';
 import type { Decider, DomainEvent } from '../decider.js';
-import { type OrganizationEvent, organizationDecider } from '../organization/decider.js';
-import { type ProjectEvent, projectDecider } from '../project/decider.js';
-import { parseMonthlyCap, type SpendCapCommand, type SpendCapEvent } from './decider.js';
+import { organizationDecider } from '../organization/decider.js';
+import type { OrganizationEvent } from '../organization/events.js';
+import { projectDecider } from '../project/decider.js';
+import type { ProjectEvent } from '../project/events.js';
+import { parseMonthlyCap } from './decider.js';
+import type { SpendCapCommand, SpendCapEvent } from './events.js';
 
-// Spend caps on the organization, project and API key aggregates, given/when/then (issue 13 item 5).
+// Spend caps on the organization, project and API key aggregates, given/when/then (SPEC 8 monthly spend caps).
 
 const given =
   <C, E extends DomainEvent, S>(d: Decider<C, E, S>) =>

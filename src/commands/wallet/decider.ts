@@ -1,30 +1,17 @@
 import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
-import { addUsd, formatUsd, parseUsd, subUsd, tryParseUsd, type Usd, ZERO_USD } from '../../lib/money.js';
+import { formatUsd, tryParseUsd } from '../../lib/money.js';
 import type { Decider } from '../decider.js';
 import type { WalletCommand, WalletEvent } from './events.js';
+import { addToLedger, emptyLedger, type LedgerTotals } from './ledger.js';
 
 /**
  * The wallet aggregate (STYLE.md rules 1-2). Its state is what replay needs: the balance and the
- * totals by kind of movement. Decisions never read the folded balance: funds are guarded by the
- * escrow hold (one atomic statement on the hot path) and duplicates by deterministic message ids,
- * so a wallet that settles every request of a busy workspace is never loaded to decide one.
+ * totals by kind of movement (ledger.ts). Decisions never read the folded balance: funds are guarded
+ * by the escrow hold (one atomic statement on the hot path) and duplicates by deterministic message
+ * ids, so a wallet that settles every request of a busy workspace is never loaded to decide one.
  */
-export interface Wallet {
-  balance: Usd;
-  credited: Usd;
-  refunded: Usd;
-  charged: Usd;
-  movements: number;
-}
-
-const initialState = (): Wallet => ({
-  balance: ZERO_USD,
-  credited: ZERO_USD,
-  refunded: ZERO_USD,
-  charged: ZERO_USD,
-  movements: 0,
-});
+export type Wallet = LedgerTotals;
 
 /** A positive amount in canonical form; `param` names the field in the refusal. */
 export const positiveUsd = (text: string, param: string): string => {
@@ -155,41 +142,8 @@ const decide = (cmd: WalletCommand, _s: Wallet): WalletEvent[] => {
   }
 };
 
-/** The signed effect of one event on the balance; zero for events that move no money. */
-export const balanceEffect = (e: WalletEvent): Usd => {
-  switch (e.type) {
-    case 'TopUpCredited':
-    case 'GrantCredited':
-      return parseUsd(e.data.amount_usd);
-    case 'RefundIssued':
-      return subUsd(ZERO_USD, parseUsd(e.data.amount_usd));
-    case 'ChargeSettled':
-      return subUsd(ZERO_USD, parseUsd(e.data.charged_usd));
-    case 'TopUpRequested':
-    case 'HoldExpired':
-    case 'AutoRefillSettingsSet':
-    case 'ReconciliationMismatchFound':
-      return ZERO_USD;
-    default:
-      return assertNever(e);
-  }
+export const walletDecider: Decider<WalletCommand, WalletEvent, Wallet> = {
+  initialState: emptyLedger,
+  evolve: addToLedger,
+  decide,
 };
-
-const evolve = (s: Wallet, e: WalletEvent): Wallet => {
-  const effect = balanceEffect(e);
-  if (effect === ZERO_USD) return s;
-  const next = { ...s, balance: addUsd(s.balance, effect), movements: s.movements + 1 };
-  switch (e.type) {
-    case 'TopUpCredited':
-    case 'GrantCredited':
-      return { ...next, credited: addUsd(s.credited, effect) };
-    case 'RefundIssued':
-      return { ...next, refunded: subUsd(s.refunded, effect) };
-    case 'ChargeSettled':
-      return { ...next, charged: subUsd(s.charged, effect) };
-    default:
-      return next;
-  }
-};
-
-export const walletDecider: Decider<WalletCommand, WalletEvent, Wallet> = { initialState, evolve, decide };

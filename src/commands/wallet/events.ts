@@ -1,5 +1,5 @@
 /**
- * The wallet ledger of one workspace, stream `wallet-<workspace_id>` (issue 10). Every money
+ * The wallet ledger of one workspace, stream `wallet-<workspace_id>` (SPEC 2.9, 3). Every money
  * movement is one of these events, so folding the stream reproduces the balance to the last digit.
  * Amounts are exact decimal strings in USD (SPEC 8: one currency), as `formatUsd` writes them.
  */

@@ -66,3 +66,82 @@ export interface FundsReservation {
   place(holdId: string, workspaceId: string, amountUsd: string): Promise<HoldResult>;
   release(holdId: string): Promise<void>;
 }
+
+/** Resolves once the wallet's balance read model includes `position` (read-your-writes). */
+export type WaitForLedger = (position: number) => Promise<void>;
+
+/** One credit or refund of the ledger as the API answers it (SPEC 2.9 workspace_wallet_transactions). */
+export interface WalletTransaction {
+  transaction_id: string;
+  workspace_id: string;
+  type: 'topup' | 'grant' | 'refund';
+  amount_usd: string;
+  reason: string | null;
+  idempotency_key: string | null;
+  refund_id: string | null;
+  provider: string | null;
+  payment_intent_id: string | null;
+  provider_event_id: string | null;
+  provider_refund_id: string | null;
+  actor: string;
+  created_at: string;
+}
+
+/** One top-up (SPEC 2.9 workspace_wallet_topups): pending until its payment is credited. */
+export interface TopUpRow {
+  topup_id: string;
+  workspace_id: string;
+  provider: string;
+  payment_intent_id: string;
+  amount_usd: string;
+  status: 'pending' | 'settled';
+  created_at: string;
+  settled_at: string | null;
+}
+
+/** Auto-refill settings as stored (SPEC 8: never acted on). */
+export interface AutoRefillSettings {
+  enabled: boolean;
+  trigger_usd: string;
+  amount_usd: string;
+  updated_by: string;
+  updated_at: string;
+}
+
+/**
+ * What the wallet commands ask the balance read model (src/projections/wallet/reads.ts): earlier
+ * movements under an idempotency key or refund id, the top-up a refund draws on, and the settings.
+ */
+export interface WalletLedger {
+  grantByKey(workspaceId: string, idempotencyKey: string): Promise<WalletTransaction | null>;
+  refundById(workspaceId: string, refundId: string): Promise<WalletTransaction | null>;
+  topUpByIntent(provider: string, paymentIntentId: string): Promise<TopUpRow | null>;
+  /** Canonical decimal USD refunded so far against one payment intent. */
+  refundedOf(paymentIntentId: string): Promise<string>;
+  autoRefill(workspaceId: string): Promise<AutoRefillSettings | null>;
+}
+
+/** A succeeded payment with no topup transaction crediting it (SPEC 3 reconciliation row). */
+export interface UncreditedPayment {
+  provider: string;
+  provider_event_id: string;
+  payment_intent_id: string;
+  workspace_id: string | null;
+  amount_usd: string | null;
+  /** webhook: a verified delivery was recorded; topup: a top-up row is marked settled. */
+  source: 'webhook' | 'topup';
+}
+
+export interface UncreditedPayments {
+  uncreditedPayments(now: string, graceSeconds: number): Promise<UncreditedPayment[]>;
+}
+
+/** The escrow's hold records, as settlement and the expiry sweep read them (PostgresEscrow). */
+export interface HoldRecords {
+  /** The workspace and amount of a hold, whatever its status; null when none was placed. */
+  find(holdId: string): Promise<{ workspaceId: string; amountUsd: string } | null>;
+  /** Active holds expired at `now`, oldest first. */
+  expired(now: string, limit: number): Promise<{ holdId: string; workspaceId: string; amountUsd: string }[]>;
+  /** Deletes holds closed more than `days` days before `now`. */
+  purgeClosed(now: string, days: number): Promise<void>;
+}

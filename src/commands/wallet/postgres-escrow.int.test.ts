@@ -8,12 +8,11 @@ import { newId } from '../../lib/ids.js';
 import { auditRecordOf } from '../../projections/audit-relay/audit-record.js';
 import { replayLedger } from '../../projections/wallet/replay.js';
 import { makeControlPlane } from '../../roles/control-plane.js';
-import { makeWalletService } from '../../roles/wallet.js';
+import type { WalletService } from '../../roles/wallet.js';
+import { createSettlement, makeWalletService } from '../../roles/wallet.js';
 import { PostgresEscrow } from './postgres-escrow.js';
-import type { WalletService } from './service.js';
-import { createSettlement } from './settlement.js';
 
-// Issue 10 item 2 and 5 on a real PostgreSQL: the escrow adapter under concurrency, idempotent
+// SPEC 1.4 escrow holds and SPEC 3 reconciliation on a real PostgreSQL: the escrow adapter under concurrency, idempotent
 // settlement, the expiry sweep and reconciliation run as graphile-worker jobs.
 
 let db: TestDatabase;

@@ -1,7 +1,7 @@
 import type { Pool } from '../../events/postgres/pool.js';
 import { ServiceError } from '../../lib/errors.js';
 import { formatUsd, parseUsd } from '../../lib/money.js';
-import type { EscrowPort, HoldRequest, HoldResult } from './ports.js';
+import type { EscrowPort, HoldRecords, HoldRequest, HoldResult } from './ports.js';
 
 /** How long a hold waits for its settlement before the sweep gives the funds back (one hour). */
 export const DEFAULT_HOLD_TTL_SECONDS = 3_600;
@@ -28,12 +28,12 @@ const neverConnected = (err: unknown): boolean => {
 };
 
 /**
- * The escrow port on PostgreSQL (issue 10 item 2): one round trip per hold, a plpgsql function
+ * The escrow port on PostgreSQL (SPEC 1.4, 8 escrow hold): one round trip per hold, a plpgsql function
  * whose conditional UPDATE never lets a wallet's available funds (balance minus holds) go below
  * zero, however many holds race for it. Holds are keyed by request id; settlement and the expiry
  * sweep close them through the ledger (ChargeSettled, HoldExpired).
  */
-export class PostgresEscrow implements EscrowPort {
+export class PostgresEscrow implements EscrowPort, HoldRecords {
   constructor(
     private readonly pool: Pool,
     private readonly ttlSeconds = DEFAULT_HOLD_TTL_SECONDS,
@@ -77,5 +77,30 @@ export class PostgresEscrow implements EscrowPort {
   /** Gives an active hold back without a ledger entry: nothing was spent (a refund the provider refused). */
   async release(holdId: string): Promise<void> {
     await this.pool.query('SELECT svc_wallet_release($1, $2)', [holdId, 'released']);
+  }
+
+  async find(holdId: string): Promise<{ workspaceId: string; amountUsd: string } | null> {
+    const { rows } = await this.pool.query<{ workspace_id: string; amount_usd: string }>(
+      'SELECT workspace_id, amount_usd FROM workspace_wallet_holds WHERE hold_id = $1',
+      [holdId],
+    );
+    return rows[0] ? { workspaceId: rows[0].workspace_id, amountUsd: rows[0].amount_usd } : null;
+  }
+
+  async expired(now: string, limit: number) {
+    const { rows } = await this.pool.query<{ hold_id: string; workspace_id: string; amount_usd: string }>(
+      `SELECT hold_id, workspace_id, amount_usd FROM workspace_wallet_holds
+       WHERE status = 'active' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+      [now, limit],
+    );
+    return rows.map((r) => ({ holdId: r.hold_id, workspaceId: r.workspace_id, amountUsd: r.amount_usd }));
+  }
+
+  async purgeClosed(now: string, days: number): Promise<void> {
+    await this.pool.query(
+      `DELETE FROM workspace_wallet_holds WHERE status <> 'active'
+       AND closed_at < $1::timestamptz - make_interval(days => $2)`,
+      [now, days],
+    );
   }
 }

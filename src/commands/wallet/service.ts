@@ -3,12 +3,19 @@ import type { Pool } from '../../events/postgres/pool.js';
 import { ServiceError } from '../../lib/errors.js';
 import { idFromNames, newId } from '../../lib/ids.js';
 import { compareUsd, formatUsd, parseUsd, subUsd } from '../../lib/money.js';
+import type { WorkspaceDirectory } from '../ports.js';
 import { centsOf, checkTopUpAmount } from './amounts.js';
 import { positiveUsd } from './decider.js';
-import type { WalletCommand } from './events.js';
+import type { WalletCommand, WalletEvent } from './events.js';
 import { runWalletCommand } from './handler.js';
-import { type FundsReservation, PAYMENTS_NOT_CONFIGURED, type PaymentProvider } from './ports.js';
-import { WalletReads, type WalletTransaction } from './reads.js';
+import {
+  type FundsReservation,
+  PAYMENTS_NOT_CONFIGURED,
+  type PaymentProvider,
+  type WaitForLedger,
+  type WalletLedger,
+  type WalletTransaction,
+} from './ports.js';
 
 export interface WalletActor {
   /** `admin`, `user:<id>`, `payment:<provider>`, ...: recorded as the events' actor. */
@@ -17,39 +24,70 @@ export interface WalletActor {
 
 export interface WalletDeps {
   store: EventStore;
+  /** The webhook deliveries the write side records (workspace_payment_webhook_events). */
   pool: Pool;
   /** Null when SVC_PAYMENT_API_KEY is unset: top-ups, refunds and webhooks are off (SPEC 5). */
   payments: PaymentProvider | null;
   escrow: FundsReservation;
-  /** Resolves once the wallet read model includes `position`. */
-  readYourWrites: (position: number) => Promise<void>;
+  /** The balance read model's answers: earlier movements, the top-up a refund draws on. */
+  ledger: WalletLedger;
+  workspaces: WorkspaceDirectory;
+  /** Read-your-writes: a movement's caller sees the balance it changed (SPEC 3 "wallet balance increased"). */
+  waitForLedger: WaitForLedger;
   clock?: () => Date;
 }
 
-/**
- * The wallet's write side (issue 10): grants, top-ups, refunds and auto-refill settings. Each
- * money movement is one ledger event under a deterministic command id, so retries, duplicate
- * deliveries and concurrent callers with the same key append it once.
- */
-export class WalletService {
-  readonly reads: WalletReads;
+type GrantCredited = Extract<WalletEvent, { type: 'GrantCredited' }>;
 
-  constructor(readonly deps: WalletDeps) {
-    this.reads = new WalletReads(deps.pool);
-  }
+/** A new grant's transaction as the read model records it, from the event just appended. */
+const grantTransaction = (
+  workspaceId: string,
+  e: GrantCredited,
+  actor: WalletActor,
+  at: string,
+): WalletTransaction => ({
+  transaction_id: e.data.transaction_id,
+  workspace_id: workspaceId,
+  type: 'grant',
+  amount_usd: e.data.amount_usd,
+  reason: e.data.reason,
+  idempotency_key: e.data.idempotency_key,
+  refund_id: null,
+  provider: null,
+  payment_intent_id: null,
+  provider_event_id: null,
+  provider_refund_id: null,
+  actor: actor.id,
+  created_at: at,
+});
+
+/**
+ * The wallet's write side (SPEC 3, 4.6): grants, top-ups, refunds and auto-refill settings. Each
+ * money movement is one ledger event under a deterministic command id, so retries, duplicate
+ * deliveries and concurrent callers with the same key append it once. A command that names a
+ * workspace asks the workspace directory once whether it exists.
+ */
+export class WalletCommands {
+  constructor(readonly deps: WalletDeps) {}
 
   now(): string {
     return (this.deps.clock?.() ?? new Date()).toISOString();
   }
 
-  async run(workspaceId: string, command: WalletCommand, commandId: string, actor: WalletActor) {
+  async run(
+    workspaceId: string,
+    command: WalletCommand,
+    commandId: string,
+    actor: WalletActor,
+    now = this.now(),
+  ) {
     const result = await runWalletCommand(this.deps.store, workspaceId, command, {
       commandId,
       actor: actor.id,
-      now: this.now(),
+      now,
       tenantId: workspaceId,
     });
-    await this.deps.readYourWrites(result.position);
+    await this.deps.waitForLedger(result.position);
     return result;
   }
 
@@ -58,28 +96,25 @@ export class WalletService {
     return this.deps.payments;
   }
 
-  async workspaceExists(workspaceId: string): Promise<boolean> {
-    const { rowCount } = await this.deps.pool.query('SELECT 1 FROM rm_workspaces WHERE workspace_id = $1', [
-      workspaceId,
-    ]);
-    return (rowCount ?? 0) > 0;
-  }
-
-  async requireWorkspace(workspaceId: string): Promise<void> {
-    if (!(await this.workspaceExists(workspaceId)))
+  private async requireWorkspace(workspaceId: string): Promise<void> {
+    if (!(await this.deps.workspaces.exists(workspaceId)))
       throw new ServiceError('not_found', 'workspace not found', { param: 'workspace_id' });
   }
 
-  /** SPEC 3 grant row: the same idempotency key returns the original transaction, no extra credit. */
+  /**
+   * SPEC 3 grant row: the same idempotency key returns the original transaction, no extra credit.
+   * A new grant answers from the event it appended; the read model is asked only for an earlier one.
+   */
   async grant(
     actor: WalletActor,
     workspaceId: string,
     input: { amountUsd: string; reason: string; idempotencyKey: string; via: 'http' | 'cli' },
   ): Promise<{ transaction: WalletTransaction; created: boolean }> {
     await this.requireWorkspace(workspaceId);
-    const earlier = await this.reads.grantByKey(workspaceId, input.idempotencyKey);
+    const earlier = await this.deps.ledger.grantByKey(workspaceId, input.idempotencyKey);
     if (earlier) return { transaction: earlier, created: false };
     const transactionId = idFromNames('wtx', workspaceId, 'grant', input.idempotencyKey);
+    const now = this.now();
     const r = await this.run(
       workspaceId,
       {
@@ -92,10 +127,15 @@ export class WalletService {
       },
       `wallet:grant:${transactionId}`,
       actor,
+      now,
     );
-    const transaction = await this.reads.grantByKey(workspaceId, input.idempotencyKey);
-    if (!transaction) throw new Error(`grant ${transactionId} is missing from the read model`);
-    return { transaction, created: !r.replayed };
+    const granted = r.events[0];
+    if (!r.replayed && granted?.type === 'GrantCredited')
+      return { transaction: grantTransaction(workspaceId, granted, actor, now), created: true };
+    // A concurrent caller with the same key appended it first: answer with that original.
+    const original = await this.deps.ledger.grantByKey(workspaceId, input.idempotencyKey);
+    if (!original) throw new Error(`grant ${transactionId} is missing from the read model`);
+    return { transaction: original, created: false };
   }
 
   /** SPEC 3 first row: a payment intent tagged with the workspace, and a pending top-up row. */
@@ -143,10 +183,10 @@ export class WalletService {
     const payments = this.requirePayments();
     await this.requireWorkspace(workspaceId);
     const refundId = input.refundId ?? newId('rf');
-    const earlier = await this.reads.refundById(workspaceId, refundId);
+    const earlier = await this.deps.ledger.refundById(workspaceId, refundId);
     if (earlier) return { transaction: earlier, created: false };
 
-    const topUp = await this.reads.topUpByIntent(payments.name, input.paymentIntentId);
+    const topUp = await this.deps.ledger.topUpByIntent(payments.name, input.paymentIntentId);
     if (!topUp || topUp.workspace_id !== workspaceId)
       throw new ServiceError('not_found', 'no top-up of this workspace was paid with this payment intent', {
         param: 'payment_intent_id',
@@ -163,7 +203,7 @@ export class WalletService {
     const amountCents = centsOf(amount);
     const refundable = subUsd(
       parseUsd(topUp.amount_usd),
-      parseUsd(await this.reads.refundedOf(topUp.payment_intent_id)),
+      parseUsd(await this.deps.ledger.refundedOf(topUp.payment_intent_id)),
     );
     if (compareUsd(parseUsd(amount), refundable) > 0)
       throw new ServiceError(
@@ -210,7 +250,7 @@ export class WalletService {
       `wallet:refund:${transactionId}`,
       actor,
     );
-    const transaction = await this.reads.refundById(workspaceId, refundId);
+    const transaction = await this.deps.ledger.refundById(workspaceId, refundId);
     if (!transaction) throw new Error(`refund ${transactionId} is missing from the read model`);
     return { transaction, created: !r.replayed };
   }
@@ -233,6 +273,6 @@ export class WalletService {
       newId('cmd'),
       actor,
     );
-    return this.reads.autoRefill(workspaceId);
+    return this.deps.ledger.autoRefill(workspaceId);
   }
 }

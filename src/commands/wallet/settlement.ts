@@ -1,10 +1,8 @@
 import type { RequestCompleted } from '../../events/envelopes/request-completed.js';
 import type { EventStore } from '../../events/event-store.js';
-import type { Pool } from '../../events/postgres/pool.js';
 import { formatUsd, parseUsd } from '../../lib/money.js';
-import { catchUp } from '../../projections/runner.js';
-import { walletProjection } from '../../projections/wallet/projection.js';
 import { runWalletCommand } from './handler.js';
+import type { HoldRecords, WaitForLedger } from './ports.js';
 
 export interface Settlement {
   request_id: string;
@@ -21,31 +19,29 @@ export type SettlementInput = Pick<
   'request_id' | 'workspace_id' | 'funding' | 'billing' | 'total_cost_usd' | 'finished_at'
 >;
 
+export interface SettlementDeps {
+  store: EventStore;
+  holds: Pick<HoldRecords, 'find'>;
+  /** Apply the ledger to the read model before returning (tests, CLI); the projector does it otherwise. */
+  waitForLedger?: WaitForLedger;
+}
+
 /**
- * Settlement on request.completed (issue 10 item 2): charges the priced total of a wallet-funded
- * request (0 USD when billing failed, SPEC 7.6 rule 2) and releases its escrow hold, as one
- * ChargeSettled on the workspace's ledger. Idempotent per request id: a redelivered envelope
+ * Settlement on request.completed (SPEC 1.4, 8 escrow hold): charges the priced total of a
+ * wallet-funded request (0 USD when billing failed, SPEC 7.6 rule 2) and releases its escrow hold,
+ * as one ChargeSettled on the workspace's ledger. Idempotent per request id: a redelivered envelope
  * appends nothing. BYOK requests without a hold are skipped.
  *
  * The ingest consumer calls `settleRequest(envelope)` after the request's durable write and acks
  * only once it resolved; a throw means "not settled, redeliver".
  */
-export const createSettlement = (deps: {
-  pool: Pool;
-  store: EventStore;
-  /** Apply the ledger to the read model before returning (tests, CLI); the projector does it otherwise. */
-  waitForBalance?: boolean;
-}) => {
+export const settlement = (deps: SettlementDeps) => {
   const settleRequest = async (envelope: SettlementInput): Promise<Settlement> => {
-    const { rows } = await deps.pool.query<{ workspace_id: string; amount_usd: string }>(
-      'SELECT workspace_id, amount_usd FROM workspace_wallet_holds WHERE hold_id = $1',
-      [envelope.request_id],
-    );
-    const hold = rows[0];
+    const hold = await deps.holds.find(envelope.request_id);
     const billable = envelope.funding === 'wallet' && envelope.billing.status === 'priced';
     const charged = billable ? parseUsd(envelope.total_cost_usd) : parseUsd('0');
-    const workspaceId = hold?.workspace_id ?? envelope.workspace_id;
-    const heldUsd = hold ? formatUsd(parseUsd(hold.amount_usd)) : '0';
+    const workspaceId = hold?.workspaceId ?? envelope.workspace_id;
+    const heldUsd = hold ? formatUsd(parseUsd(hold.amountUsd)) : '0';
     if (!hold && charged === 0n)
       return {
         request_id: envelope.request_id,
@@ -74,7 +70,7 @@ export const createSettlement = (deps: {
         tenantId: workspaceId,
       },
     );
-    if (deps.waitForBalance) await catchUp(deps.pool, walletProjection, result.position);
+    await deps.waitForLedger?.(result.position);
     const settled = result.events[0];
     return {
       request_id: envelope.request_id,

@@ -1,13 +1,16 @@
 import type { EventStore } from '../../events/event-store.js';
-import type { Pool } from '../../events/postgres/pool.js';
 import { formatUsd, parseUsd } from '../../lib/money.js';
-import { catchUp } from '../../projections/runner.js';
-import { walletProjection } from '../../projections/wallet/projection.js';
+import type { WorkspaceDirectory } from '../ports.js';
 import { runWalletCommand } from './handler.js';
+import type { HoldRecords, UncreditedPayments, WaitForLedger } from './ports.js';
 
 export interface SweepDeps {
-  pool: Pool;
   store: EventStore;
+  holds: HoldRecords;
+  payments: UncreditedPayments;
+  workspaces: WorkspaceDirectory;
+  /** The expiry sweep releases holds through the ledger: it waits until the projection applied them. */
+  waitForLedger: WaitForLedger;
   now?: () => Date;
 }
 
@@ -21,33 +24,25 @@ const CLOSED_HOLD_RETENTION_DAYS = 7;
  */
 export const expireHolds = async (deps: SweepDeps, options: { limit?: number } = {}): Promise<number> => {
   const now = (deps.now?.() ?? new Date()).toISOString();
-  const { rows } = await deps.pool.query<{ hold_id: string; workspace_id: string; amount_usd: string }>(
-    `SELECT hold_id, workspace_id, amount_usd FROM workspace_wallet_holds
-     WHERE status = 'active' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
-    [now, options.limit ?? 1_000],
-  );
+  const expired = await deps.holds.expired(now, options.limit ?? 1_000);
   let last = 0;
-  for (const h of rows) {
+  for (const h of expired) {
     const r = await runWalletCommand(
       deps.store,
-      h.workspace_id,
-      { type: 'ExpireHold', holdId: h.hold_id, heldUsd: formatUsd(parseUsd(h.amount_usd)) },
+      h.workspaceId,
+      { type: 'ExpireHold', holdId: h.holdId, heldUsd: formatUsd(parseUsd(h.amountUsd)) },
       {
-        commandId: `wallet:expire:${h.hold_id}`,
+        commandId: `wallet:expire:${h.holdId}`,
         actor: 'job:wallet_expire_holds',
         now,
-        tenantId: h.workspace_id,
+        tenantId: h.workspaceId,
       },
     );
     last = Math.max(last, r.position);
   }
-  if (last > 0) await catchUp(deps.pool, walletProjection, last);
-  await deps.pool.query(
-    `DELETE FROM workspace_wallet_holds WHERE status <> 'active'
-     AND closed_at < $1::timestamptz - make_interval(days => $2)`,
-    [now, CLOSED_HOLD_RETENTION_DAYS],
-  );
-  return rows.length;
+  if (last > 0) await deps.waitForLedger(last);
+  await deps.holds.purgeClosed(now, CLOSED_HOLD_RETENTION_DAYS);
+  return expired.length;
 };
 
 export interface Mismatch {
@@ -70,32 +65,14 @@ export const reconcileTopUps = async (
   options: { graceSeconds: number },
 ): Promise<Mismatch[]> => {
   const now = (deps.now?.() ?? new Date()).toISOString();
-  const { rows } = await deps.pool.query<Omit<Mismatch, 'reason'> & { source: string }>(
-    `SELECT e.provider, e.provider_event_id, e.payment_intent_id, e.workspace_id, e.amount_usd,
-            'webhook' AS source
-       FROM workspace_payment_webhook_events e
-      WHERE e.event_type = 'payment_intent.succeeded' AND e.payment_intent_id IS NOT NULL
-        AND e.received_at <= $1::timestamptz - make_interval(secs => $2)
-        AND NOT EXISTS (SELECT 1 FROM workspace_wallet_transactions t
-                         WHERE t.type = 'topup' AND t.provider = e.provider
-                           AND t.payment_intent_id = e.payment_intent_id)
-     UNION ALL
-     SELECT u.provider, coalesce(u.provider_event_id, ''), u.payment_intent_id, u.workspace_id, u.amount_usd,
-            'topup' AS source
-       FROM workspace_wallet_topups u
-      WHERE u.status = 'settled'
-        AND NOT EXISTS (SELECT 1 FROM workspace_wallet_transactions t
-                         WHERE t.type = 'topup' AND t.provider = u.provider
-                           AND t.payment_intent_id = u.payment_intent_id)`,
-    [now, options.graceSeconds],
-  );
+  const rows = await deps.payments.uncreditedPayments(now, options.graceSeconds);
   const seen = new Set<string>();
   const found: Mismatch[] = [];
   for (const r of rows) {
     const key = `${r.provider}:${r.payment_intent_id}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const known = r.workspace_id !== null && (await workspaceExists(deps.pool, r.workspace_id));
+    const known = r.workspace_id !== null && (await deps.workspaces.exists(r.workspace_id));
     const reason =
       r.source === 'topup'
         ? 'top-up marked settled without a topup transaction'
@@ -133,7 +110,3 @@ export const reconcileTopUps = async (
   }
   return found;
 };
-
-const workspaceExists = async (pool: Pool, workspaceId: string): Promise<boolean> =>
-  ((await pool.query('SELECT 1 FROM rm_workspaces WHERE workspace_id = $1', [workspaceId])).rowCount ?? 0) >
-  0;

@@ -2,7 +2,7 @@ import { ServiceError } from '../../lib/errors.js';
 import { idFromNames } from '../../lib/ids.js';
 import { usdOfCents } from './amounts.js';
 import type { PaymentWebhookEvent } from './ports.js';
-import type { WalletService } from './service.js';
+import type { WalletCommands } from './service.js';
 
 export type WebhookOutcome =
   | 'credited'
@@ -23,7 +23,7 @@ const SUCCEEDED = 'payment_intent.succeeded';
 
 /** Credits a verified payment_intent.succeeded once per payment intent (SPEC 3 second row). */
 const credit = async (
-  wallet: WalletService,
+  wallet: WalletCommands,
   provider: string,
   event: PaymentWebhookEvent,
 ): Promise<WebhookOutcome> => {
@@ -32,7 +32,7 @@ const credit = async (
   if (intent.currency !== 'usd') return 'unsupported_currency';
   const workspaceId = intent.metadata.workspace_id;
   // Left uncredited on purpose: reconciliation reports the payment as a mismatch for an operator.
-  if (!workspaceId || !(await wallet.workspaceExists(workspaceId))) return 'unknown_workspace';
+  if (!workspaceId || !(await wallet.deps.workspaces.exists(workspaceId))) return 'unknown_workspace';
   const transactionId = idFromNames('wtx', 'topup', provider, intent.id);
   const r = await wallet.run(
     workspaceId,
@@ -59,7 +59,7 @@ const credit = async (
  * the credit is idempotent.
  */
 export const receivePaymentWebhook = async (
-  wallet: WalletService,
+  wallet: WalletCommands,
   providerName: string,
   rawBody: Buffer,
   signature: string | undefined,

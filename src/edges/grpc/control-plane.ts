@@ -1,8 +1,14 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { ApiKeyRow, ConnectionRow, OrgRow, ProjectRow } from '../../commands/control-plane/reads.js';
-import type { ControlPlane } from '../../commands/control-plane/service.js';
+import type { ControlPlaneCommands } from '../../commands/control-plane/commands.js';
 import type { ApiKeyCache } from '../../gateway/auth/api-key-cache.js';
 import { ServiceError } from '../../lib/errors.js';
+import type {
+  ApiKeyRow,
+  ConnectionRow,
+  ControlPlaneReads,
+  OrgRow,
+  ProjectRow,
+} from '../../projections/control-plane/reads.js';
 import { loadService } from './server.js';
 import { unary } from './unary.js';
 
@@ -58,11 +64,11 @@ const parseJsonObject = (text: string, field: string): unknown => {
 /** OrgService, ProjectService, ApiKeyService, ProviderKeyService and AuthService.VerifyApiKey. */
 export const addControlPlaneServices = (
   server: grpc.Server,
-  cp: ControlPlane,
+  cp: ControlPlaneCommands,
+  r: ControlPlaneReads,
   keys: ApiKeyCache | null,
   serviceToken: string,
 ): void => {
-  const r = cp.reads;
   const u = <Res>(h: (req: Req) => Promise<Res>) => unary<Req, Res>(serviceToken, h);
   server.addService(loadService(FILE, 'svc.controlplane.v1.OrgService'), {
     CreateOrg: u(async (req) =>

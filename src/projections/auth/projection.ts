@@ -1,14 +1,16 @@
-import type { DeveloperTokenEvent } from '../../commands/auth/developer-token.js';
-import type { IdentityEvent } from '../../commands/auth/identity.js';
-import type { RegistrationCodeEvent } from '../../commands/auth/registration-code.js';
-import type { RegistrationInviteEvent } from '../../commands/auth/registration-invite.js';
+import type {
+  DeveloperTokenEvent,
+  IdentityEvent,
+  RegistrationCodeEvent,
+  RegistrationInviteEvent,
+} from '../../commands/auth/events.js';
 import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
 import { clearReadModel, type Projection } from '../projection.js';
 
 type AuthEvent = IdentityEvent | RegistrationInviteEvent | RegistrationCodeEvent | DeveloperTokenEvent;
 
-/** Stream categories of the auth service's aggregates (issue 12); the audit relay reads them too. */
+/** Stream categories of the auth service's aggregates (SPEC 4.4); the audit relay reads them too. */
 export const AUTH_CATEGORIES = ['identity', 'reginvite', 'regcode', 'devtoken'] as const;
 
 const TABLES = [

@@ -1,9 +1,9 @@
-import type { ApiKeyEvent } from '../../commands/api-key/decider.js';
-import type { ConnectionEvent } from '../../commands/connections/decider.js';
-import type { OrganizationEvent } from '../../commands/organization/decider.js';
-import type { ProjectEvent } from '../../commands/project/decider.js';
-import type { TraceIngestKeyEvent } from '../../commands/trace-ingest-key/decider.js';
-import type { UserEvent } from '../../commands/user/decider.js';
+import type { ApiKeyEvent } from '../../commands/api-key/events.js';
+import type { ConnectionEvent } from '../../commands/connections/events.js';
+import type { OrganizationEvent } from '../../commands/organization/events.js';
+import type { ProjectEvent } from '../../commands/project/events.js';
+import type { TraceIngestKeyEvent } from '../../commands/trace-ingest-key/events.js';
+import type { UserEvent } from '../../commands/user/events.js';
 import type { WorkspaceEvent } from '../../commands/workspace/events.js';
 import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';

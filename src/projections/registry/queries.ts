@@ -1,3 +1,4 @@
+import type { LiveEndpoints } from '../../commands/connections/ports.js';
 import type { SharedFactsSource } from '../../commands/registry/handler.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import type { Modality } from '../../pricing/index.js';
@@ -68,3 +69,15 @@ export const listEndpoints = async (pool: Pool, lane?: string): Promise<Endpoint
   );
   return rows;
 };
+
+/** Enabled, live endpoints of one adapter: what deployment discovery classifies against (SPEC 4.6). */
+export const liveEndpointsFrom = (pool: Pool): LiveEndpoints => ({
+  liveEndpoints: async (adapter) =>
+    (
+      await pool.query<{ lane: string; model: string; provider_model_id: string; base_url: string | null }>(
+        `SELECT lane, model, provider_model_id, base_url FROM rm_registry_endpoints
+         WHERE adapter = $1 AND enabled AND NOT retired ORDER BY lane, model`,
+        [adapter],
+      )
+    ).rows,
+});

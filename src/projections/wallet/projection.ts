@@ -1,5 +1,5 @@
-import { balanceEffect } from '../../commands/wallet/decider.js';
 import { WALLET_CATEGORY, type WalletEvent } from '../../commands/wallet/events.js';
+import { balanceEffect } from '../../commands/wallet/ledger.js';
 import type { StoredEvent } from '../../events/event-store.js';
 import type { PoolClient } from '../../events/postgres/pool.js';
 import { assertNever } from '../../lib/assert.js';
@@ -180,7 +180,7 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
 };
 
 /**
- * The balance read model of every wallet (issue 10 item 1). A rebuild zeroes balances and replays;
+ * The balance read model of every wallet (SPEC 2.9). A rebuild zeroes balances and replays;
  * escrow state is not reset, and hold releases are keyed on the hold's own status, so replaying a
  * settlement never releases a hold twice.
  */

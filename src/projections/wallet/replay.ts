@@ -1,5 +1,5 @@
-import { type Wallet, walletDecider } from '../../commands/wallet/decider.js';
 import { type WalletEvent, walletStream } from '../../commands/wallet/events.js';
+import { addToLedger, emptyLedger, type LedgerTotals } from '../../commands/wallet/ledger.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { compareUsd, formatUsd, parseUsd, type Usd, ZERO_USD } from '../../lib/money.js';
 import { catchUp } from '../runner.js';
@@ -79,8 +79,9 @@ const diffEntries = (
 };
 
 /**
- * `svc ledger replay` (issue 10 item 6): folds the workspace's ledger from its first event with the
- * wallet decider's evolve, then compares the result with the read model row by row (balance, held
+ * `svc ledger replay` (ARCHITECTURE.md "The event store": finance replays a wallet ledger): folds
+ * the workspace's ledger from its first event with the ledger totals the wallet decider folds with
+ * (commands/wallet/ledger.ts), then compares the result with the read model row by row (balance, held
  * funds against active holds, every transaction and charge). The read model is first brought to
  * the stream's head so a lagging projector is never reported as a difference.
  */
@@ -99,7 +100,7 @@ export const replayLedger = async (
   const position = head[0]?.p ?? 0;
   if (position > 0) await catchUp(pool, walletProjection, position);
 
-  let state: Wallet = walletDecider.initialState();
+  let state: LedgerTotals = emptyLedger();
   const transactions = new Map<string, { amount: Usd; type: string }>();
   const charges = new Map<string, { charged: Usd; billing: string }>();
   let version = 0;
@@ -114,7 +115,7 @@ export const replayLedger = async (
     if (rows.length === 0) break;
     for (const row of rows) {
       const e = { type: row.type, data: row.data } as WalletEvent;
-      state = walletDecider.evolve(state, e);
+      state = addToLedger(state, e);
       if (e.type === 'TopUpCredited' || e.type === 'GrantCredited' || e.type === 'RefundIssued') {
         const type = e.type === 'TopUpCredited' ? 'topup' : e.type === 'GrantCredited' ? 'grant' : 'refund';
         transactions.set(e.data.transaction_id, { amount: parseUsd(e.data.amount_usd), type });

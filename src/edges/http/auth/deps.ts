@@ -1,9 +1,9 @@
 import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
-import type { AuthReads } from '../../../commands/auth/reads.js';
 import type { SignIn } from '../../../commands/auth/sign-in.js';
-import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
+import type { AuthReads } from '../../../projections/auth/reads.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 
-/** What the auth service's HTTP routes need (SPEC 4.4), shared by its sign-in, registration and token routes. */
+/** What the auth routes (SPEC 4.4) are given by the auth role. */
 export interface AuthHttpDeps {
   signIn: SignIn;
   developerTokens: DeveloperTokens;

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
-import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { parseBody } from '../control-plane/body.js';
 import { requireSession } from './session.js';
 

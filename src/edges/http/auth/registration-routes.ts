@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { AuthReads } from '../../../commands/auth/reads.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { AuthReads } from '../../../projections/auth/reads.js';
 
 const required = (query: unknown, name: string): string => {
   const value = (query as Record<string, unknown>)[name];

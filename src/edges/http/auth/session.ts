@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import type { ControlPlaneReads, SessionPrincipal } from '../../../commands/control-plane/reads.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads, SessionPrincipal } from '../../../projections/control-plane/reads.js';
 import { bearerOf } from '../control-plane/auth.js';
 import { parseCookies } from './cookies.js';
 

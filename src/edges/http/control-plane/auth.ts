@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 
 /** Who is calling a control-plane route: the platform administrator or a signed-in user. */
 export type Principal =

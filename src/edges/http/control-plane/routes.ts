@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { ControlPlane } from '../../../commands/control-plane/service.js';
+import type { ControlPlaneCommands } from '../../../commands/control-plane/commands.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { azureHttp } from '../../../providers/azure/client.js';
 import { discoverDeployments } from '../../../providers/azure/discover.js';
 import {
@@ -24,13 +25,13 @@ const enabledBody = strict({ enabled: z.boolean() });
 
 type Params = Record<string, string>;
 
-/** Control-plane HTTP routes of SPEC 4.6 plus CRUD for workspaces, orgs, projects and keys (issue 4). */
+/** Control-plane HTTP routes of SPEC 4.6 plus CRUD for workspaces, orgs, projects and keys. */
 export const registerControlPlaneRoutes = (
   app: FastifyInstance,
-  cp: ControlPlane,
+  cp: ControlPlaneCommands,
+  reads: ControlPlaneReads,
   adminToken: string,
 ): void => {
-  const reads = cp.reads;
   const who = (request: FastifyRequest): Promise<Principal> =>
     authenticate(request, reads, adminToken, new Date());
   const params = (request: FastifyRequest) => request.params as Params;
@@ -100,7 +101,7 @@ export const registerControlPlaneRoutes = (
   app.patch('/api/orgs/:org_id/tracing', async (request) => {
     const { p, org } = await orgFor(request, 'manager');
     const body = parseBody(enabledBody, request.body);
-    await cp.setTracing(actorOf(p), { kind: 'org', id: org.org_id }, body.enabled);
+    await cp.setOrganizationTracing(actorOf(p), org.org_id, body.enabled);
     return { org_id: org.org_id, tracing: body.enabled };
   });
 
@@ -133,7 +134,7 @@ export const registerControlPlaneRoutes = (
   app.patch('/api/projects/:project_id/tracing', async (request) => {
     const { p, project } = await projectFor(request, 'manager');
     const body = parseBody(enabledBody, request.body);
-    await cp.setTracing(actorOf(p), { kind: 'project', id: project.project_id }, body.enabled);
+    await cp.setProjectTracing(actorOf(p), project.project_id, body.enabled);
     return { project_id: project.project_id, tracing: body.enabled };
   });
 
@@ -164,7 +165,7 @@ export const registerControlPlaneRoutes = (
   app.patch('/api/api-keys/:api_key_id/tracing', async (request) => {
     const { p, key } = await keyFor(request, 'manager');
     const body = parseBody(enabledBody, request.body);
-    await cp.setTracing(actorOf(p), { kind: 'api_key', id: key.api_key_id }, body.enabled);
+    await cp.setApiKeyTracing(actorOf(p), key.api_key_id, body.enabled);
     return { api_key_id: key.api_key_id, tracing: body.enabled };
   });
 
@@ -342,5 +343,5 @@ export const registerControlPlaneRoutes = (
     return { data: await reads.platformKeys() };
   });
 
-  registerSpendCapRoutes(app, cp, adminToken);
+  registerSpendCapRoutes(app, cp, reads, adminToken);
 };

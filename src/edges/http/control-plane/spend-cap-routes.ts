@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { ControlPlane } from '../../../commands/control-plane/service.js';
-import type { SpendCapLevel } from '../../../commands/spend-cap/decider.js';
+import type { ControlPlaneCommands } from '../../../commands/control-plane/commands.js';
+import type { SpendCapLevel } from '../../../commands/spend-cap/events.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { actorOf, authenticate, type Principal, requireWorkspace, visibleWorkspaces } from './auth.js';
 import { parseBody } from './body.js';
 
@@ -13,12 +14,16 @@ const CAP_GUIDANCE =
 const capBody = z.strictObject({ monthly_usd: z.string() });
 
 /**
- * Spend caps through the control plane (issue 13 item 5): PUT sets, DELETE clears, GET reads the
- * cap of one organization, project or API key; GET /api/spend-caps lists the caps the caller sees.
+ * Monthly spend caps (SPEC 8) through the control plane: PUT sets, DELETE clears, GET reads the cap
+ * of one organization, project or API key; GET /api/spend-caps lists the caps the caller sees.
  * Members read, managers change (as for tracing and keys).
  */
-export const registerSpendCapRoutes = (app: FastifyInstance, cp: ControlPlane, adminToken: string): void => {
-  const reads = cp.reads;
+export const registerSpendCapRoutes = (
+  app: FastifyInstance,
+  cp: ControlPlaneCommands,
+  reads: ControlPlaneReads,
+  adminToken: string,
+): void => {
   const who = (request: FastifyRequest): Promise<Principal> =>
     authenticate(request, reads, adminToken, new Date());
 
@@ -58,8 +63,8 @@ export const registerSpendCapRoutes = (app: FastifyInstance, cp: ControlPlane, a
     app.put(path, async (request) => {
       const { p, id } = await targetOf(request, 'manager');
       const body = parseBody(capBody, request.body);
-      const cap = await cp.setSpendCap(actorOf(p), { level, id }, { monthlyUsd: body.monthly_usd });
-      return { ...cap, guidance: CAP_GUIDANCE };
+      await cp.setSpendCap(actorOf(p), { level, id }, { monthlyUsd: body.monthly_usd });
+      return { ...(await reads.spendCap(level, id)), guidance: CAP_GUIDANCE };
     });
     app.delete(path, async (request, reply) => {
       const { p, id } = await targetOf(request, 'manager');

@@ -1,6 +1,6 @@
-import type { LedgerLine, WalletReads } from '../../../commands/wallet/reads.js';
 import { csvLine } from '../../../lib/csv.js';
 import { addUsd, formatUsd, parseUsd, ZERO_USD } from '../../../lib/money.js';
+import type { LedgerLine, WalletReads } from '../../../projections/wallet/reads.js';
 
 export const LEDGER_CSV_COLUMNS = [
   'position',

@@ -1,10 +1,11 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { ControlPlaneReads } from '../../../commands/control-plane/reads.js';
-import type { WalletService } from '../../../commands/wallet/service.js';
+import type { WalletCommands } from '../../../commands/wallet/service.js';
 import { receivePaymentWebhook } from '../../../commands/wallet/webhooks.js';
 import { ServiceError } from '../../../lib/errors.js';
+import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
+import type { WalletReads } from '../../../projections/wallet/reads.js';
 import {
   actorOf,
   authenticate,
@@ -41,26 +42,39 @@ const autoRefillBody = z.strictObject({
 /** Webhook bodies are small JSON documents; anything larger is not from the provider. */
 const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 
+export interface WalletHttpDeps {
+  commands: WalletCommands;
+  /** The wallet read model: balances, settings, the ledger export. */
+  ledger: WalletReads;
+  /** Sessions and workspaces, for who is calling and which workspace a read names. */
+  controlPlane: ControlPlaneReads;
+}
+
 /**
- * Payment and wallet routes of SPEC 4.6 (issue 10): balance, top-ups and refunds (workspace
- * manager), grants (platform administrator), the ledger CSV export, auto-refill settings, the
- * publishable key, and the signed payment webhooks.
+ * Payment and wallet routes of SPEC 4.6: balance, top-ups and refunds (workspace manager), grants
+ * (platform administrator), the ledger CSV export, auto-refill settings, the publishable key, and
+ * the signed payment webhooks. A route that reads checks that its workspace exists; a route that
+ * changes the wallet leaves that question to its command, which asks it once.
  */
 export const registerWalletRoutes = async (
   app: FastifyInstance,
-  wallet: WalletService,
-  reads: ControlPlaneReads,
+  { commands: wallet, ledger, controlPlane: reads }: WalletHttpDeps,
   adminToken: string,
 ): Promise<void> => {
   const who = (request: FastifyRequest): Promise<Principal> =>
     authenticate(request, reads, adminToken, new Date());
-  const workspaceFor = async (request: FastifyRequest, role: 'member' | 'manager' | 'admin') => {
+  const callerFor = async (request: FastifyRequest, role: 'member' | 'manager' | 'admin') => {
     const p = await who(request);
     const workspaceId = (request.params as { workspace_id: string }).workspace_id;
     if (role === 'admin') requireAdmin(p);
     else requireWorkspace(p, workspaceId, role);
-    await wallet.requireWorkspace(workspaceId);
     return { p, workspaceId };
+  };
+  const workspaceFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
+    const caller = await callerFor(request, role);
+    if (!(await reads.workspace(caller.workspaceId)))
+      throw new ServiceError('not_found', 'workspace not found', { param: 'workspace_id' });
+    return caller;
   };
 
   app.get('/api/payments/config', async (request) => {
@@ -77,14 +91,14 @@ export const registerWalletRoutes = async (
   app.get('/api/workspaces/:workspace_id/wallet', async (request) => {
     const { workspaceId } = await workspaceFor(request, 'member');
     return {
-      ...(await wallet.reads.balance(workspaceId)),
-      auto_refill: await wallet.reads.autoRefill(workspaceId),
+      ...(await ledger.balance(workspaceId)),
+      auto_refill: await ledger.autoRefill(workspaceId),
       payments_enabled: wallet.deps.payments !== null,
     };
   });
 
   app.post('/api/workspaces/:workspace_id/wallet/grants', async (request, reply) => {
-    const { p, workspaceId } = await workspaceFor(request, 'admin');
+    const { p, workspaceId } = await callerFor(request, 'admin');
     const body = parseBody(grantBody, request.body);
     const r = await wallet.grant(actorOf(p), workspaceId, {
       amountUsd: body.amount_usd,
@@ -96,14 +110,14 @@ export const registerWalletRoutes = async (
   });
 
   app.post('/api/workspaces/:workspace_id/wallet/topups', async (request, reply) => {
-    const { p, workspaceId } = await workspaceFor(request, 'manager');
+    const { p, workspaceId } = await callerFor(request, 'manager');
     wallet.requirePayments();
     const body = parseBody(topUpBody, request.body);
     return reply.code(201).send(await wallet.createTopUp(actorOf(p), workspaceId, body.amount_usd));
   });
 
   app.post('/api/workspaces/:workspace_id/wallet/refunds', async (request, reply) => {
-    const { p, workspaceId } = await workspaceFor(request, 'manager');
+    const { p, workspaceId } = await callerFor(request, 'manager');
     wallet.requirePayments();
     const body = parseBody(refundBody, request.body);
     const r = await wallet.refund(actorOf(p), workspaceId, {
@@ -119,19 +133,19 @@ export const registerWalletRoutes = async (
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="wallet-${workspaceId}-ledger.csv"`)
-      .send(Readable.from(ledgerCsv(wallet.reads, workspaceId)));
+      .send(Readable.from(ledgerCsv(ledger, workspaceId)));
   });
 
   app.get('/api/workspaces/:workspace_id/wallet/auto-refill', async (request) => {
     const { workspaceId } = await workspaceFor(request, 'member');
     return {
       workspace_id: workspaceId,
-      settings: await wallet.reads.autoRefill(workspaceId),
+      settings: await ledger.autoRefill(workspaceId),
       acted_on: false,
     };
   });
   app.put('/api/workspaces/:workspace_id/wallet/auto-refill', async (request) => {
-    const { p, workspaceId } = await workspaceFor(request, 'manager');
+    const { p, workspaceId } = await callerFor(request, 'manager');
     const body = parseBody(autoRefillBody, request.body);
     const settings = await wallet.setAutoRefill(actorOf(p), workspaceId, {
       enabled: body.enabled,

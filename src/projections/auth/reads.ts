@@ -1,20 +1,12 @@
+import type { AuthLookups, DeveloperTokenRow } from '../../commands/auth/ports.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { hashSecret } from '../../lib/crypto.js';
 
 /**
- * Read-model queries of the auth service. Every answer names its columns: no hash and, from the
+ * The reader of the auth read model, beside its writer (projection.ts); it answers the auth
+ * commands' questions (AuthLookups). Every answer names its columns: no hash and, from the
  * status queries, no e-mail address ever leaves here.
  */
-
-export interface DeveloperTokenRow {
-  id: string;
-  prefix: string;
-  org_id: string;
-  project_id: string | null;
-  name: string;
-  created_at: Date;
-  revoked_at: Date | null;
-}
 
 /** Who a verified developer token acts for (SPEC 5: query HTTP accepts it as a bearer). */
 export interface DeveloperTokenIdentity {
@@ -27,7 +19,7 @@ const DEVELOPER_TOKEN_COLUMNS = 'token_id AS id, prefix, org_id, project_id, nam
 
 const one = <T>(rows: T[]): T | null => rows[0] ?? null;
 
-export class AuthReads {
+export class AuthReads implements AuthLookups {
   constructor(private readonly pool: Pool) {}
 
   async identityOwner(identityId: string): Promise<string | null> {

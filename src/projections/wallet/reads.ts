@@ -1,3 +1,11 @@
+import type {
+  AutoRefillSettings,
+  TopUpRow,
+  UncreditedPayment,
+  UncreditedPayments,
+  WalletLedger,
+  WalletTransaction,
+} from '../../commands/wallet/ports.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { formatUsd, parseUsd, subUsd, ZERO_USD } from '../../lib/money.js';
 
@@ -13,33 +21,6 @@ export interface WalletBalance {
   available_usd: string;
   /** False until the first credit: holds answer no_wallet. */
   funded: boolean;
-}
-
-export interface WalletTransaction {
-  transaction_id: string;
-  workspace_id: string;
-  type: 'topup' | 'grant' | 'refund';
-  amount_usd: string;
-  reason: string | null;
-  idempotency_key: string | null;
-  refund_id: string | null;
-  provider: string | null;
-  payment_intent_id: string | null;
-  provider_event_id: string | null;
-  provider_refund_id: string | null;
-  actor: string;
-  created_at: string;
-}
-
-export interface TopUpRow {
-  topup_id: string;
-  workspace_id: string;
-  provider: string;
-  payment_intent_id: string;
-  amount_usd: string;
-  status: 'pending' | 'settled';
-  created_at: string;
-  settled_at: string | null;
 }
 
 /** One line of the ledger: a credit or refund transaction, or a request charge. */
@@ -64,8 +45,12 @@ const toTransaction = (r: WalletTransaction & { created_at: Date | string }): Wa
   created_at: new Date(r.created_at).toISOString(),
 });
 
-/** Read side of the wallet (Postgres read model of src/projections/wallet). */
-export class WalletReads {
+/**
+ * The reader of the wallet read model, beside its writer (projection.ts): balances, transactions,
+ * top-ups, auto-refill settings and the ledger export; it answers the wallet commands' questions
+ * (WalletLedger) and reconciliation's (UncreditedPayments).
+ */
+export class WalletReads implements WalletLedger, UncreditedPayments {
   constructor(private readonly pool: Pool) {}
 
   async balance(workspaceId: string): Promise<WalletBalance> {
@@ -139,7 +124,7 @@ export class WalletReads {
     return usdText(rows[0]?.total ?? null);
   }
 
-  async autoRefill(workspaceId: string) {
+  async autoRefill(workspaceId: string): Promise<AutoRefillSettings | null> {
     const { rows } = await this.pool.query<{
       enabled: boolean;
       trigger_usd: string;
@@ -191,5 +176,32 @@ export class WalletReads {
       occurred_at: r.occurred_at.toISOString(),
       amount_usd: usdText(r.amount_usd),
     }));
+  }
+
+  /**
+   * Succeeded payments (a verified webhook recorded by the write side, or a top-up row marked
+   * settled) older than the grace period that no topup transaction credits.
+   */
+  async uncreditedPayments(now: string, graceSeconds: number): Promise<UncreditedPayment[]> {
+    const { rows } = await this.pool.query<UncreditedPayment>(
+      `SELECT e.provider, e.provider_event_id, e.payment_intent_id, e.workspace_id, e.amount_usd,
+              'webhook' AS source
+         FROM workspace_payment_webhook_events e
+        WHERE e.event_type = 'payment_intent.succeeded' AND e.payment_intent_id IS NOT NULL
+          AND e.received_at <= $1::timestamptz - make_interval(secs => $2)
+          AND NOT EXISTS (SELECT 1 FROM workspace_wallet_transactions t
+                           WHERE t.type = 'topup' AND t.provider = e.provider
+                             AND t.payment_intent_id = e.payment_intent_id)
+       UNION ALL
+       SELECT u.provider, coalesce(u.provider_event_id, ''), u.payment_intent_id, u.workspace_id, u.amount_usd,
+              'topup' AS source
+         FROM workspace_wallet_topups u
+        WHERE u.status = 'settled'
+          AND NOT EXISTS (SELECT 1 FROM workspace_wallet_transactions t
+                           WHERE t.type = 'topup' AND t.provider = u.provider
+                             AND t.payment_intent_id = u.payment_intent_id)`,
+      [now, graceSeconds],
+    );
+    return rows;
   }
 }

@@ -1,12 +1,16 @@
+import type { StoredCredential } from '../../commands/connections/ports.js';
+import type { SpendCapLevel } from '../../commands/spend-cap/events.js';
+import { spendCap, spendCaps } from '../../commands/spend-cap/reads.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
-import type { SpendCapLevel } from '../spend-cap/decider.js';
-import { spendCap, spendCaps } from '../spend-cap/reads.js';
+import type { CredentialRef } from '../../providers/azure/discover.js';
 
 /**
- * Read-model queries of the control plane. Every listing names its columns: no hash or ciphertext
- * column is ever selected into an answer.
+ * The reader of the control-plane read model, beside its writer (projection.ts). Every listing
+ * names its columns: no hash or ciphertext column is ever selected into an answer (the stored
+ * credential is the one exception, for the commands that must decrypt it). It answers the write
+ * side's tenancy questions (src/commands/ports.ts) and the edges' and the query API's reads.
  */
 
 export interface OrgRow {
@@ -197,6 +201,27 @@ export class ControlPlaneReads {
       [filter.projectId ?? null, filter.orgId ?? null, filter.workspaceIds ?? null],
     );
     return rows;
+  }
+
+  /** A live connection's or a platform key's stored credential, ciphertext included; a 404 otherwise. */
+  async storedCredential(ref: CredentialRef): Promise<StoredCredential> {
+    type Row = Omit<StoredCredential, 'aad'>;
+    if ('connectionId' in ref) {
+      const { rows } = await this.pool.query<Row>(
+        `SELECT provider, base_url, metadata, secret_ciphertext, workspace_id FROM rm_connections
+         WHERE connection_id = $1 AND deleted_at IS NULL`,
+        [ref.connectionId],
+      );
+      if (!rows[0]) throw new ServiceError('not_found', 'provider key not found');
+      return { ...rows[0], aad: ref.connectionId };
+    }
+    const { rows } = await this.pool.query<Row>(
+      `SELECT provider, base_url, metadata, secret_ciphertext, NULL AS workspace_id FROM rm_platform_keys
+       WHERE provider = $1`,
+      [ref.platform],
+    );
+    if (!rows[0]) throw new ServiceError('not_found', `no platform key is set for ${ref.platform}`);
+    return { ...rows[0], aad: `platform:${ref.platform}` };
   }
 
   async platformKeys() {
