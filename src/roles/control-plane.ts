@@ -47,7 +47,7 @@ export const controlPlaneRole = (ctx: RoleContext): Role => {
     prepare: () =>
       ctx.apiKeys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') }),
     http: async (app) => {
-      registerControlPlaneRoutes(app, cp, cp.reads, ctx.adminToken);
+      await registerControlPlaneRoutes(app, cp, cp.reads, ctx.adminToken);
       await wallets.http(app);
     },
     // The admin token doubles as the internal service token for gRPC callers.
