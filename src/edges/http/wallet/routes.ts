@@ -19,8 +19,18 @@ import { ledgerCsv } from './csv.js';
 
 /** Money travels as a decimal string (STYLE.md rule 9); the decider checks sign and form. */
 const amount = z.string().min(1).max(40);
+/**
+ * SPEC 3: a refund is idempotent on its refund id, so the caller names every refund (a ticket or
+ * credit-note number): a retry with the same id refunds once, and a second refund of the same
+ * amount is a deliberate act with an id of its own. Money that leaves is not refunded on a guess.
+ */
 const refundId = z
-  .string()
+  .string({
+    error: (issue) =>
+      issue.input === undefined
+        ? 'is required: name this refund (e.g. its ticket number) so a retry cannot refund twice'
+        : undefined,
+  })
   .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits, dot, colon, dash or underscore, at most 100');
 
 const grantBody = z.strictObject({
@@ -32,7 +42,7 @@ const topUpBody = z.strictObject({ amount_usd: amount });
 const refundBody = z.strictObject({
   payment_intent_id: z.string().min(1).max(255),
   amount_usd: amount,
-  refund_id: refundId.optional(),
+  refund_id: refundId,
 });
 const autoRefillBody = z.strictObject({
   enabled: z.boolean(),
@@ -157,7 +167,7 @@ const walletRoutes = (
     const r = await wallet.refund(actorOf(p), workspaceId, {
       paymentIntentId: body.payment_intent_id,
       amountUsd: body.amount_usd,
-      ...(body.refund_id ? { refundId: body.refund_id } : {}),
+      refundId: body.refund_id,
     });
     return reply.code(r.created ? 201 : 200).send({ ...r.transaction, replayed: !r.created });
   });
