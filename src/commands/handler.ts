@@ -17,8 +17,16 @@ const messageIdFor = (commandId: string, index: number) => `${commandId}:${index
 const toDomain = <E extends DomainEvent>(e: StoredEvent): E => ({ type: e.type, data: e.data }) as E;
 
 /**
+ * A pause of up to 2^attempt ms (at most 50), drawn at random, before a retry: writers that lost
+ * the same race spread out instead of colliding again on the next read.
+ */
+const jitter = (attempt: number) =>
+  new Promise<void>((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt)));
+
+/**
  * Load the stream, decide, append with the loaded version as the expectation (STYLE.md rule 4).
- * Retries on a version conflict only when the caller opts in with `retries`.
+ * Retries on a version conflict only when the caller opts in with `retries`, after a short random
+ * pause; each retry reads the stream again and decides anew.
  */
 export const handleCommand = async <C, E extends DomainEvent, S>(
   store: EventStore,
@@ -72,8 +80,8 @@ export const handleCommand = async <C, E extends DomainEvent, S>(
         position: result.lastPosition,
       };
     } catch (err) {
-      if (err instanceof VersionConflictError && attempt < (options.retries ?? 0)) continue;
-      throw err;
+      if (!(err instanceof VersionConflictError) || attempt >= (options.retries ?? 0)) throw err;
+      await jitter(attempt);
     }
   }
 };

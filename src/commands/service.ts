@@ -18,9 +18,22 @@ export interface CommandDeps {
 }
 
 /**
+ * Version-conflict retries of a command whose decision reads only its own stream, which every
+ * retry reads again: a setter (a tracing switch, a spend cap, a dimension assignment, a disallow
+ * list, a platform key) or a change to a workspace's members and dimensions. A concurrent change to
+ * the same aggregate is then absorbed instead of answered with 409 (STYLE.md rule 4: the handler
+ * opts in). A command that hands back what it decided on (a rotated secret) or that carries a value
+ * computed from an earlier read (discovery's merged metadata) does not opt in. Enough for dozens of
+ * concurrent writers.
+ */
+export const CONFLICT_RETRIES = 30;
+
+/**
  * Runs one command of an aggregate (STYLE.md rule 4 through handleCommand): a fresh command id, the
  * actor, the clock's time and the audit tenant become the events' metadata; then the caller waits
- * until the read model shows the change (read-your-writes for the HTTP caller).
+ * until the read model shows the change (read-your-writes for the HTTP caller). Without `retries`
+ * a concurrent write to the same stream fails the command with VersionConflictError (409 at the
+ * edges).
  */
 export const runCommand = async <C, E extends DomainEvent, S>(
   deps: CommandDeps,
@@ -29,6 +42,7 @@ export const runCommand = async <C, E extends DomainEvent, S>(
   command: C,
   actor: Actor,
   tenantId?: string | null,
+  options: { retries?: number } = {},
 ) => {
   const context: CommandContext = {
     commandId: newId('cmd'),
@@ -36,7 +50,7 @@ export const runCommand = async <C, E extends DomainEvent, S>(
     now: deps.clock().toISOString(),
     ...(tenantId ? { tenantId } : {}),
   };
-  const result = await handleCommand(deps.store, decider, stream, command, context);
+  const result = await handleCommand(deps.store, decider, stream, command, context, options);
   if (result.position > 0) await deps.readYourWrites(result.position);
   return result;
 };

@@ -56,6 +56,23 @@ export class VersionConflictError extends Error {
   }
 }
 
+/**
+ * An event holds a value PostgreSQL's `jsonb` refuses (src/lib/storable.ts): the edges refuse such
+ * input with a 400, so reaching the store with one means an entry that skipped that check.
+ */
+export class UnstorableEventError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly eventType: string,
+    /** The field inside the event, e.g. `data.comment`. */
+    readonly field: string,
+    readonly problem: string,
+  ) {
+    super(`event ${eventType} for stream ${streamId} cannot be stored: ${field} ${problem}`);
+    this.name = 'UnstorableEventError';
+  }
+}
+
 export class IdempotencyMismatchError extends Error {
   constructor(message: string) {
     super(message);

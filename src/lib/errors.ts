@@ -22,6 +22,11 @@ export const ERROR_CATALOGUE = {
   not_found: { status: 404, primaryType: 'not_found_error', altType: 'not_found_error' },
   conflict: { status: 409, primaryType: 'invalid_request_error', altType: 'invalid_request_error' },
   payload_too_large: { status: 413, primaryType: 'invalid_request_error', altType: 'invalid_request_error' },
+  unsupported_media_type: {
+    status: 415,
+    primaryType: 'invalid_request_error',
+    altType: 'invalid_request_error',
+  },
   rate_limit_error: { status: 429, primaryType: 'rate_limit_error', altType: 'rate_limit_error' },
   insufficient_funds: { status: 402, primaryType: 'insufficient_quota', altType: 'permission_error' },
   /**

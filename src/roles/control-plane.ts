@@ -19,11 +19,16 @@ export type ControlPlane = ControlPlaneCommands & { readonly reads: ControlPlane
  * The control plane's write side on this database: each aggregate's commands asking the read model
  * through its ports, with read-your-writes on the control-plane projection.
  */
-export const makeControlPlane = (store: EventStore, pool: Pool, masterKey: Buffer): ControlPlane => {
+export const makeControlPlane = (
+  store: EventStore,
+  pool: Pool,
+  masterKey: Buffer,
+  clock: () => Date = () => new Date(),
+): ControlPlane => {
   const reads = new ControlPlaneReads(pool);
   const commands = controlPlaneCommands({
     store,
-    clock: () => new Date(),
+    clock,
     readYourWrites: (position) => catchUp(pool, controlPlaneProjection, position),
     masterKey,
     workspaces: workspaceDirectory(pool),
@@ -47,7 +52,7 @@ export const controlPlaneRole = (ctx: RoleContext): Role => {
     prepare: () =>
       ctx.apiKeys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') }),
     http: async (app) => {
-      registerControlPlaneRoutes(app, cp, cp.reads, ctx.adminToken);
+      await registerControlPlaneRoutes(app, cp, cp.reads, ctx.adminToken);
       await wallets.http(app);
     },
     // The admin token doubles as the internal service token for gRPC callers.

@@ -280,6 +280,19 @@ describe('refunds', () => {
     const again = await api('POST', path, manager, body);
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ transaction_id: first.body.transaction_id, replayed: true });
+    // Every refund is named, so a retry is recognised (SPEC 3); the same name for another amount
+    // is a different refund under a reused id, refused rather than read as a retry.
+    const unnamed = await api('POST', path, manager, { payment_intent_id: intentId, amount_usd: '5.00' });
+    expect({ status: unnamed.status, param: unnamed.body.param }).toEqual({
+      status: 400,
+      param: 'refund_id',
+    });
+    const reused = await api('POST', path, manager, { ...body, amount_usd: '6.00' });
+    expect({ status: reused.status, error: reused.body.error, param: reused.body.param }).toEqual({
+      status: 409,
+      error: 'conflict',
+      param: 'refund_id',
+    });
     expect(fake.refunds).toHaveLength(1);
     expect(fake.refunds[0]).toMatchObject({ amount: 500, payment_intent: intentId });
     expect(await balance()).toMatchObject({ balance_usd: '30.000000000000000001', held_usd: '0' });

@@ -68,16 +68,20 @@ export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyEvent, ApiKey> = {
         }
         const open = s.assignments.get(cmd.definitionId);
         if (open && open.to === null && open.value === cmd.value) return [];
+        // Time never runs backwards on one key: a clock behind the last assignment's start (another
+        // process) assigns from that start, so the intervals neither overlap nor invert. Two
+        // assignments in one instant leave the first an empty interval [t, t).
+        const from = open && open.from > cmd.now ? open.from : cmd.now;
         const events: ApiKeyEvent[] = [];
-        if (open && (open.to === null || open.to > cmd.now)) {
+        if (open && (open.to === null || open.to > from)) {
           events.push({
             type: 'DimensionAssignmentEnded',
-            data: { definition_id: cmd.definitionId, effective_to: cmd.now },
+            data: { definition_id: cmd.definitionId, effective_to: from },
           });
         }
         events.push({
           type: 'DimensionAssigned',
-          data: { definition_id: cmd.definitionId, value: cmd.value, effective_from: cmd.now },
+          data: { definition_id: cmd.definitionId, value: cmd.value, effective_from: from },
         });
         return events;
       }

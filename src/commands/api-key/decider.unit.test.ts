@@ -74,6 +74,33 @@ describe('api key', () => {
     ).toEqual([]);
   });
 
+  it('two assignments in one instant, or with a clock behind the open one, never start before it', () => {
+    const open: ApiKeyEvent = {
+      type: 'DimensionAssigned',
+      data: { definition_id: 'd', value: 'a', effective_from: '2026-02-01T00:00:00.000Z' },
+    };
+    const at = (now: string) =>
+      key([created, open]).when({
+        type: 'AssignDimension',
+        definitionId: 'd',
+        value: 'b',
+        now,
+        definitionActive: true,
+      });
+    const replacing = [
+      {
+        type: 'DimensionAssignmentEnded',
+        data: { definition_id: 'd', effective_to: '2026-02-01T00:00:00.000Z' },
+      },
+      {
+        type: 'DimensionAssigned',
+        data: { definition_id: 'd', value: 'b', effective_from: '2026-02-01T00:00:00.000Z' },
+      },
+    ];
+    expect(at('2026-02-01T00:00:00.000Z')).toEqual(replacing);
+    expect(at('2026-01-31T23:59:59.999Z')).toEqual(replacing);
+  });
+
   it('refuses an archived dimension and an end date before the start', () => {
     expect(() =>
       key([created]).when({

@@ -2,7 +2,14 @@ import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
 import { newId, newSecret } from '../../lib/ids.js';
 import type { ApiKeyDirectory, DimensionDirectory, ProjectDirectory } from '../ports.js';
-import { type Actor, type CommandDeps, checkName, runCommand, VISIBLE_PREFIX_LENGTH } from '../service.js';
+import {
+  type Actor,
+  CONFLICT_RETRIES,
+  type CommandDeps,
+  checkName,
+  runCommand,
+  VISIBLE_PREFIX_LENGTH,
+} from '../service.js';
 import { checkSpendCapChange, type SpendCapChange, spendCapCommand } from '../spend-cap/decider.js';
 import { apiKeyDecider, apiKeyStream } from './decider.js';
 import type { ApiKeyCommand } from './events.js';
@@ -19,8 +26,8 @@ export interface ApiKeyDeps extends CommandDeps {
  * reporting-dimension assignments (SPEC 2.10).
  */
 export const apiKeyCommands = (deps: ApiKeyDeps) => {
-  const run = (apiKeyId: string, workspaceId: string, command: ApiKeyCommand, actor: Actor) =>
-    runCommand(deps, apiKeyDecider, apiKeyStream(apiKeyId), command, actor, workspaceId);
+  const run = (apiKeyId: string, workspaceId: string, command: ApiKeyCommand, actor: Actor, retries = 0) =>
+    runCommand(deps, apiKeyDecider, apiKeyStream(apiKeyId), command, actor, workspaceId, { retries });
   const now = () => deps.clock().toISOString();
 
   return {
@@ -63,13 +70,13 @@ export const apiKeyCommands = (deps: ApiKeyDeps) => {
 
     async setApiKeyTracing(actor: Actor, apiKeyId: string, enabled: boolean) {
       const key = await deps.directory.requireApiKey(apiKeyId);
-      await run(apiKeyId, key.workspace_id, { type: 'SetApiKeyTracing', enabled }, actor);
+      await run(apiKeyId, key.workspace_id, { type: 'SetApiKeyTracing', enabled }, actor, CONFLICT_RETRIES);
     },
 
     async setApiKeySpendCap(actor: Actor, apiKeyId: string, change: SpendCapChange) {
       checkSpendCapChange(change);
       const key = await deps.directory.requireApiKey(apiKeyId);
-      await run(apiKeyId, key.workspace_id, spendCapCommand('api_key', key, change), actor);
+      await run(apiKeyId, key.workspace_id, spendCapCommand('api_key', key, change), actor, CONFLICT_RETRIES);
     },
 
     async assignDimension(actor: Actor, apiKeyId: string, definitionId: unknown, value: unknown) {
@@ -86,6 +93,7 @@ export const apiKeyCommands = (deps: ApiKeyDeps) => {
         key.workspace_id,
         { type: 'AssignDimension', definitionId, value, now: now(), definitionActive },
         actor,
+        CONFLICT_RETRIES,
       );
     },
 
@@ -99,6 +107,7 @@ export const apiKeyCommands = (deps: ApiKeyDeps) => {
         key.workspace_id,
         { type: 'EndDimensionAssignment', definitionId, endAt: new Date(at).toISOString() },
         actor,
+        CONFLICT_RETRIES,
       );
     },
   };

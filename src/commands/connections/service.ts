@@ -5,7 +5,7 @@ import type { CredentialRef, DeploymentHostSubject, DiscoveryStore } from '../..
 import type { DiscoveryCounts } from '../../providers/azure/discovery.js';
 import type { Decider } from '../decider.js';
 import type { ConnectionDirectory, ProjectDirectory } from '../ports.js';
-import { type Actor, type CommandDeps, checkName, runCommand } from '../service.js';
+import { type Actor, CONFLICT_RETRIES, type CommandDeps, checkName, runCommand } from '../service.js';
 import { type Connection, connectionDecider, connectionStream, platformKeyStream } from './decider.js';
 import type { ConnectionCommand, ConnectionEvent } from './events.js';
 import type { LiveEndpoints, StoredCredentials } from './ports.js';
@@ -53,7 +53,8 @@ export const connectionCommands = (deps: ConnectionDeps) => {
     command: ConnectionCommand,
     actor: Actor,
     tenantId?: string | null,
-  ) => runCommand(deps, decider, stream, command, actor, tenantId);
+    retries = 0,
+  ) => runCommand(deps, decider, stream, command, actor, tenantId, { retries });
 
   const commands = {
     async createConnection(
@@ -138,6 +139,9 @@ export const connectionCommands = (deps: ConnectionDeps) => {
           },
         },
         actor,
+        null,
+        // The last key set wins: the decision reads nothing of the stream.
+        CONFLICT_RETRIES,
       );
       return { provider, base_url: baseUrl, metadata };
     },

@@ -1,7 +1,7 @@
 import { ServiceError } from '../../lib/errors.js';
 import { idFromNames } from '../../lib/ids.js';
 import type { OrganizationDirectory, WorkspaceDirectory } from '../ports.js';
-import { type Actor, type CommandDeps, checkName, runCommand } from '../service.js';
+import { type Actor, CONFLICT_RETRIES, type CommandDeps, checkName, runCommand } from '../service.js';
 import { checkSpendCapChange, type SpendCapChange, spendCapCommand } from '../spend-cap/decider.js';
 import { organizationDecider, organizationStream } from './decider.js';
 import type { OrganizationCommand } from './events.js';
@@ -13,8 +13,10 @@ export interface OrganizationDeps extends CommandDeps {
 
 /** Organizations: their provider disallow list, tracing (SPEC 1.10) and monthly spend cap. */
 export const organizationCommands = (deps: OrganizationDeps) => {
-  const run = (orgId: string, workspaceId: string, command: OrganizationCommand, actor: Actor) =>
-    runCommand(deps, organizationDecider, organizationStream(orgId), command, actor, workspaceId);
+  const run = (orgId: string, workspaceId: string, command: OrganizationCommand, actor: Actor, retries = 0) =>
+    runCommand(deps, organizationDecider, organizationStream(orgId), command, actor, workspaceId, {
+      retries,
+    });
 
   return {
     async createOrganization(
@@ -35,18 +37,30 @@ export const organizationCommands = (deps: OrganizationDeps) => {
 
     async setProviderDisallowList(actor: Actor, orgId: string, providers: string[]) {
       const org = await deps.directory.requireOrganization(orgId);
-      await run(orgId, org.workspace_id, { type: 'SetProviderDisallowList', providers }, actor);
+      await run(
+        orgId,
+        org.workspace_id,
+        { type: 'SetProviderDisallowList', providers },
+        actor,
+        CONFLICT_RETRIES,
+      );
     },
 
     async setOrganizationTracing(actor: Actor, orgId: string, enabled: boolean) {
       const org = await deps.directory.requireOrganization(orgId);
-      await run(orgId, org.workspace_id, { type: 'SetOrganizationTracing', enabled }, actor);
+      await run(
+        orgId,
+        org.workspace_id,
+        { type: 'SetOrganizationTracing', enabled },
+        actor,
+        CONFLICT_RETRIES,
+      );
     },
 
     async setOrganizationSpendCap(actor: Actor, orgId: string, change: SpendCapChange) {
       checkSpendCapChange(change);
       const org = await deps.directory.requireOrganization(orgId);
-      await run(orgId, org.workspace_id, spendCapCommand('org', org, change), actor);
+      await run(orgId, org.workspace_id, spendCapCommand('org', org, change), actor, CONFLICT_RETRIES);
     },
   };
 };

@@ -1,6 +1,6 @@
 import { idFromNames } from '../../lib/ids.js';
 import type { OrganizationDirectory, ProjectDirectory } from '../ports.js';
-import { type Actor, type CommandDeps, checkName, runCommand } from '../service.js';
+import { type Actor, CONFLICT_RETRIES, type CommandDeps, checkName, runCommand } from '../service.js';
 import { checkSpendCapChange, type SpendCapChange, spendCapCommand } from '../spend-cap/decider.js';
 import { projectDecider, projectStream } from './decider.js';
 import type { ProjectCommand } from './events.js';
@@ -11,8 +11,8 @@ export interface ProjectDeps extends CommandDeps {
 
 /** Projects of an organization: tracing (SPEC 1.10) and monthly spend cap. */
 export const projectCommands = (deps: ProjectDeps) => {
-  const run = (projectId: string, workspaceId: string, command: ProjectCommand, actor: Actor) =>
-    runCommand(deps, projectDecider, projectStream(projectId), command, actor, workspaceId);
+  const run = (projectId: string, workspaceId: string, command: ProjectCommand, actor: Actor, retries = 0) =>
+    runCommand(deps, projectDecider, projectStream(projectId), command, actor, workspaceId, { retries });
 
   return {
     async createProject(actor: Actor, orgId: string, name: unknown, options: { ifMissing?: boolean } = {}) {
@@ -32,13 +32,20 @@ export const projectCommands = (deps: ProjectDeps) => {
 
     async setProjectTracing(actor: Actor, projectId: string, enabled: boolean) {
       const project = await deps.directory.requireProject(projectId);
-      await run(projectId, project.workspace_id, { type: 'SetProjectTracing', enabled }, actor);
+      await run(
+        projectId,
+        project.workspace_id,
+        { type: 'SetProjectTracing', enabled },
+        actor,
+        CONFLICT_RETRIES,
+      );
     },
 
     async setProjectSpendCap(actor: Actor, projectId: string, change: SpendCapChange) {
       checkSpendCapChange(change);
       const project = await deps.directory.requireProject(projectId);
-      await run(projectId, project.workspace_id, spendCapCommand('project', project, change), actor);
+      const command = spendCapCommand('project', project, change);
+      await run(projectId, project.workspace_id, command, actor, CONFLICT_RETRIES);
     },
   };
 };

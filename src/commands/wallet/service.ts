@@ -61,6 +61,21 @@ const grantTransaction = (
   created_at: at,
 });
 
+/** An earlier refund under the same id, if the request is a retry of it; 409 if it asks for another. */
+const sameRefund = (
+  earlier: WalletTransaction,
+  input: { paymentIntentId: string; amountUsd: string },
+): WalletTransaction => {
+  const sameAmount =
+    compareUsd(parseUsd(earlier.amount_usd), parseUsd(positiveUsd(input.amountUsd, 'amount_usd'))) === 0;
+  if (earlier.payment_intent_id === input.paymentIntentId && sameAmount) return earlier;
+  throw new ServiceError(
+    'conflict',
+    `refund_id ${earlier.refund_id} already refunded ${earlier.amount_usd} USD of ${earlier.payment_intent_id}: a different refund needs a refund_id of its own`,
+    { param: 'refund_id' },
+  );
+};
+
 /**
  * The wallet's write side (SPEC 3, 4.6): grants, top-ups, refunds and auto-refill settings. Each
  * money movement is one ledger event under a deterministic command id, so retries, duplicate
@@ -171,20 +186,22 @@ export class WalletCommands {
   }
 
   /**
-   * SPEC 3 refund row, idempotent on the refund id. The amount is first held in escrow, so holds
-   * racing for the same funds cannot spend what is being refunded; the provider refund is created
-   * under an idempotency key of its own, and the ledger's RefundIssued settles that hold.
+   * SPEC 3 refund row, idempotent on the refund id, which the caller always names: a retry returns
+   * the original, and the same id for another payment or amount is refused rather than read as a
+   * retry. The amount is first held in escrow, so holds racing for the same funds cannot spend what
+   * is being refunded; the provider refund is created under an idempotency key of its own, and the
+   * ledger's RefundIssued settles that hold.
    */
   async refund(
     actor: WalletActor,
     workspaceId: string,
-    input: { paymentIntentId: string; amountUsd: string; refundId?: string },
+    input: { paymentIntentId: string; amountUsd: string; refundId: string },
   ): Promise<{ transaction: WalletTransaction; created: boolean }> {
     const payments = this.requirePayments();
     await this.requireWorkspace(workspaceId);
-    const refundId = input.refundId ?? newId('rf');
+    const refundId = input.refundId;
     const earlier = await this.deps.ledger.refundById(workspaceId, refundId);
-    if (earlier) return { transaction: earlier, created: false };
+    if (earlier) return { transaction: sameRefund(earlier, input), created: false };
 
     const topUp = await this.deps.ledger.topUpByIntent(payments.name, input.paymentIntentId);
     if (!topUp || topUp.workspace_id !== workspaceId)

@@ -1,7 +1,7 @@
 import { ServiceError } from '../../lib/errors.js';
 import { idFromNames, newId } from '../../lib/ids.js';
 import type { WorkspaceDirectory } from '../ports.js';
-import { type Actor, type CommandDeps, checkName, runCommand } from '../service.js';
+import { type Actor, CONFLICT_RETRIES, type CommandDeps, checkName, runCommand } from '../service.js';
 import { workspaceDecider, workspaceStream } from './decider.js';
 import type { WorkspaceCommand, WorkspaceRole } from './events.js';
 
@@ -11,8 +11,10 @@ export interface WorkspaceDeps extends CommandDeps {
 
 /** Workspaces, their members and their reporting dimensions (SPEC 2.10, 4.6). */
 export const workspaceCommands = (deps: WorkspaceDeps) => {
-  const run = (workspaceId: string, command: WorkspaceCommand, actor: Actor) =>
-    runCommand(deps, workspaceDecider, workspaceStream(workspaceId), command, actor, workspaceId);
+  const run = (workspaceId: string, command: WorkspaceCommand, actor: Actor, retries = 0) =>
+    runCommand(deps, workspaceDecider, workspaceStream(workspaceId), command, actor, workspaceId, {
+      retries,
+    });
 
   return {
     async createWorkspace(actor: Actor, name: unknown, options: { ifMissing?: boolean } = {}) {
@@ -32,7 +34,7 @@ export const workspaceCommands = (deps: WorkspaceDeps) => {
     ) {
       if (!(await deps.workspaces.exists(workspaceId)))
         throw new ServiceError('not_found', 'workspace not found', { param: 'workspace_id' });
-      await run(workspaceId, { type: 'AddMember', ...member }, actor);
+      await run(workspaceId, { type: 'AddMember', ...member }, actor, CONFLICT_RETRIES);
     },
 
     /** An unknown workspace is the decider's 404: its own stream says whether it exists. */
@@ -45,6 +47,7 @@ export const workspaceCommands = (deps: WorkspaceDeps) => {
         workspaceId,
         { type: 'DefineDimension', definitionId, key, description: description ?? '' },
         actor,
+        CONFLICT_RETRIES,
       );
       return { definition_id: definitionId, workspace_id: workspaceId, key, description: description ?? '' };
     },
@@ -54,6 +57,7 @@ export const workspaceCommands = (deps: WorkspaceDeps) => {
         workspaceId,
         { type: 'ArchiveDimension', definitionId, now: deps.clock().toISOString() },
         actor,
+        CONFLICT_RETRIES,
       );
     },
   };

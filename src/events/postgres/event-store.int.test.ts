@@ -4,6 +4,7 @@ import {
   IdempotencyMismatchError,
   type NewEvent,
   type StoredEvent,
+  UnstorableEventError,
   VersionConflictError,
 } from '../event-store.js';
 import { PostgresEventStore } from './event-store.js';
@@ -27,6 +28,25 @@ const ev = (type = 'Happened', data: unknown = {}): NewEvent => ({
   messageId: `m-${process.pid}-${++seq}-${Math.random()}`,
   type,
   data,
+});
+
+describe('values jsonb refuses', () => {
+  it('an event with NUL or an unpaired surrogate is refused by name before anything is stored', async () => {
+    for (const [data, field] of [
+      [{ comment: 'a\u0000b' }, 'data.comment'],
+      [{ keys: ['ok', 'x\udfff'] }, 'data.keys.1'],
+    ] as const) {
+      const err = await store.append('acct-unstorable', 'any', [ev('Noted', data)]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UnstorableEventError);
+      expect((err as UnstorableEventError).field).toBe(field);
+    }
+    expect((await store.readStream('acct-unstorable')).events).toEqual([]);
+    await expect(
+      store.append('acct-unstorable', 'any', [ev('Noted', { ok: '😀\u202e' })]),
+    ).resolves.toMatchObject({
+      nextVersion: 1,
+    });
+  });
 });
 
 describe('append with expected version', () => {

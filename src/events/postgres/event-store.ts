@@ -1,3 +1,4 @@
+import { fieldOf, unstorableIn } from '../../lib/storable.js';
 import {
   type AppendResult,
   categoryOf,
@@ -8,6 +9,7 @@ import {
   type ReadAllOptions,
   type StoredEvent,
   type Subscription,
+  UnstorableEventError,
   VersionConflictError,
 } from '../event-store.js';
 import { NotificationListener, Waker } from './listener.js';
@@ -69,6 +71,8 @@ export const readHeadPosition = async (db: Queryable): Promise<number> =>
 const expectedToSql = (expected: ExpectedVersion): number | null =>
   expected === 'any' ? null : expected === 'no_stream' ? 0 : expected;
 
+const EVENT_MAX_DEPTH = 1_000;
+
 export const NOTIFY_CHANNEL = 'svc_events';
 
 /** PostgreSQL adapter of the event store port (migrations/postgres/0001_event_store.sql). */
@@ -93,6 +97,12 @@ export class PostgresEventStore implements EventStore {
       data: e.data,
       metadata: e.metadata ?? {},
     }));
+    // jsonb refuses NUL and unpaired surrogates: say which event and field, not a driver error.
+    // Nesting is bounded only where JSON.stringify and jsonb's parser would run out of stack.
+    for (const e of payload) {
+      const bad = unstorableIn({ data: e.data, metadata: e.metadata }, EVENT_MAX_DEPTH);
+      if (bad) throw new UnstorableEventError(streamId, e.type, fieldOf(bad.path), bad.problem);
+    }
     try {
       const { rows } = await this.pool.query<{
         global_position: number;

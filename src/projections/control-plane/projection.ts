@@ -138,8 +138,13 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
       await c.query('UPDATE rm_api_keys SET tracing = $2 WHERE api_key_id = $1', [id, e.data.enabled]);
       return;
     case 'DimensionAssigned':
+      // A second assignment in the same instant replaces the first, whose interval [t, t) is empty:
+      // one row per start, so the projection never stops on two events with one effective_from.
       await c.query(
-        'INSERT INTO rm_dimension_assignments (api_key_id, definition_id, value, effective_from) VALUES ($1, $2, $3, $4)',
+        `INSERT INTO rm_dimension_assignments (api_key_id, definition_id, value, effective_from)
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (api_key_id, definition_id, effective_from)
+         DO UPDATE SET value = EXCLUDED.value, effective_to = NULL`,
         [id, e.data.definition_id, e.data.value, e.data.effective_from],
       );
       return;

@@ -204,10 +204,28 @@ export const embeddings = (body: Record<string, unknown>, options: ReplyOptions)
       ),
     );
   }
+  const native = body.model.includes('large') ? 3072 : 1536;
+  // As the API: an integer from 1 to the model's native size (a fuzzed 2^31 must not make the
+  // fake, which runs in the test process, build a vector that size).
+  if (
+    body.dimensions !== undefined &&
+    (typeof body.dimensions !== 'number' ||
+      !Number.isInteger(body.dimensions) ||
+      body.dimensions < 1 ||
+      body.dimensions > native)
+  ) {
+    return jsonError(
+      400,
+      openAIError(
+        `Invalid 'dimensions': expected an integer from 1 to ${native}, but got ${JSON.stringify(body.dimensions)} instead.`,
+        undefined,
+        'invalid_value',
+        'dimensions',
+      ),
+    );
+  }
   const dimensions =
-    typeof body.dimensions === 'number'
-      ? body.dimensions
-      : (options.embeddingDimensions ?? (body.model.includes('large') ? 3072 : 1536));
+    typeof body.dimensions === 'number' ? body.dimensions : (options.embeddingDimensions ?? native);
   const data = inputs.map((input, index) => {
     const vector = embeddingVector(input.key, dimensions);
     return {

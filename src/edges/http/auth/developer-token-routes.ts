@@ -1,10 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
 import { ServiceError } from '../../../lib/errors.js';
-import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
-import { parseBody } from '../control-plane/body.js';
-import { requireSession } from './session.js';
+import type { SessionPrincipal } from '../../../projections/control-plane/reads.js';
+import { parseBody } from '../body.js';
 
 const createBody = z.strictObject({
   org_id: z.string().min(1),
@@ -12,21 +11,23 @@ const createBody = z.strictObject({
   name: z.string(),
 });
 
-/** SPEC 4.4 and 7.6 rule 4: a console session is required (401), then validation (400/403), then 404. */
+/**
+ * SPEC 4.4 and 7.6 rule 4: a console session is required (401, in the family's hook, before the
+ * body is read), then validation (400/403), then 404. `sessionOf` is the signed-in user.
+ */
 export const registerDeveloperTokenRoutes = (
   app: FastifyInstance,
   tokens: DeveloperTokens,
-  reads: ControlPlaneReads,
-  clock: () => Date,
+  sessionOf: (request: FastifyRequest) => SessionPrincipal,
 ): void => {
   app.post('/api/auth/developer-tokens', async (request, reply) => {
-    const user = await requireSession(request, reads, clock());
+    const user = sessionOf(request);
     const body = parseBody(createBody, request.body);
     return reply.code(201).send(await tokens.create(user, body));
   });
 
   app.get('/api/auth/developer-tokens', async (request) => {
-    const user = await requireSession(request, reads, clock());
+    const user = sessionOf(request);
     const orgId = (request.query as Record<string, unknown>).org_id;
     if (typeof orgId !== 'string' || orgId.length === 0)
       throw new ServiceError('bad_request', 'query parameter org_id is required', { param: 'org_id' });
@@ -34,7 +35,7 @@ export const registerDeveloperTokenRoutes = (
   });
 
   app.delete('/api/auth/developer-tokens/:token_id', async (request) => {
-    const user = await requireSession(request, reads, clock());
+    const user = sessionOf(request);
     const { token_id } = request.params as { token_id: string };
     return tokens.revoke(user, token_id);
   });

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
-import { parseBody } from '../control-plane/body.js';
+import { parseBody } from '../body.js';
 import { parseCookies, serializeCookie } from './cookies.js';
 import type { AuthHttpDeps } from './deps.js';
 import { safeReturnPath } from './return-to.js';

@@ -5,6 +5,8 @@ import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { azureHttp } from '../../../providers/azure/client.js';
 import { discoverDeployments } from '../../../providers/azure/discover.js';
+import { authenticatedApiFamily } from '../api-family.js';
+import { parseBody } from '../body.js';
 import {
   actorOf,
   authenticate,
@@ -13,7 +15,6 @@ import {
   requireWorkspace,
   visibleWorkspaces,
 } from './auth.js';
-import { parseBody } from './body.js';
 import { registerSpendCapRoutes } from './spend-cap-routes.js';
 
 const DIMENSION_GUIDANCE =
@@ -25,45 +26,69 @@ const enabledBody = strict({ enabled: z.boolean() });
 
 type Params = Record<string, string>;
 
-/** Control-plane HTTP routes of SPEC 4.6 plus CRUD for workspaces, orgs, projects and keys. */
-export const registerControlPlaneRoutes = (
+/**
+ * Control-plane JSON bodies are a few names and ids; the largest is a provider connection whose
+ * metadata maps deployments (SPEC 2.7), a few hundred of which fit in 64 KiB.
+ */
+export const CONTROL_PLANE_BODY_LIMIT = 64 * 1024;
+
+/**
+ * Control-plane HTTP routes of SPEC 4.6 plus CRUD for workspaces, orgs, projects and keys, and the
+ * spend caps: one `/api` family whose caller (the platform administrator or a console session) is
+ * authenticated before the body is read.
+ */
+export const registerControlPlaneRoutes = async (
   app: FastifyInstance,
   cp: ControlPlaneCommands,
   reads: ControlPlaneReads,
   adminToken: string,
+): Promise<void> => {
+  await app.register(async (scope) => {
+    const family = authenticatedApiFamily(scope, {
+      bodyLimit: CONTROL_PLANE_BODY_LIMIT,
+      authenticate: (request) => authenticate(request, reads, adminToken, new Date()),
+    });
+    controlPlaneRoutes(scope, cp, reads, family.caller);
+    registerSpendCapRoutes(scope, cp, reads, family.caller);
+  });
+};
+
+const controlPlaneRoutes = (
+  app: FastifyInstance,
+  cp: ControlPlaneCommands,
+  reads: ControlPlaneReads,
+  who: (request: FastifyRequest) => Principal,
 ): void => {
-  const who = (request: FastifyRequest): Promise<Principal> =>
-    authenticate(request, reads, adminToken, new Date());
   const params = (request: FastifyRequest) => request.params as Params;
   const query = (request: FastifyRequest) => request.query as Record<string, string | undefined>;
 
   // Workspaces and members.
   app.post('/api/workspaces', async (request, reply) => {
-    const p = await who(request);
+    const p = who(request);
     requireAdmin(p);
     const body = parseBody(strict({ name }), request.body);
     const r = await cp.createWorkspace(actorOf(p), body.name);
     return reply.code(201).send({ workspace_id: r.workspace_id, name: body.name.trim() });
   });
   app.get('/api/workspaces', async (request) => ({
-    data: await reads.workspaces(visibleWorkspaces(await who(request))),
+    data: await reads.workspaces(visibleWorkspaces(who(request))),
   }));
   app.get('/api/workspaces/:workspace_id', async (request) => {
-    const p = await who(request);
+    const p = who(request);
     const ws = await reads.workspace(params(request).workspace_id!);
     if (!ws) throw new ServiceError('not_found', 'workspace not found');
     requireWorkspace(p, ws.workspace_id, 'member');
     return ws;
   });
   app.get('/api/workspaces/:workspace_id/members', async (request) => {
-    const p = await who(request);
+    const p = who(request);
     const ws = await reads.workspace(params(request).workspace_id!);
     if (!ws) throw new ServiceError('not_found', 'workspace not found');
     requireWorkspace(p, ws.workspace_id, 'member');
     return { data: await reads.members(ws.workspace_id) };
   });
   app.post('/api/workspaces/:workspace_id/members', async (request, reply) => {
-    const p = await who(request);
+    const p = who(request);
     const ws = await reads.workspace(params(request).workspace_id!);
     if (!ws) throw new ServiceError('not_found', 'workspace not found');
     requireWorkspace(p, ws.workspace_id, 'manager');
@@ -74,7 +99,7 @@ export const registerControlPlaneRoutes = (
 
   // Organizations.
   app.post('/api/orgs', async (request, reply) => {
-    const p = await who(request);
+    const p = who(request);
     const body = parseBody(strict({ workspace_id: z.string(), name }), request.body);
     if (!(await reads.workspace(body.workspace_id)))
       throw new ServiceError('not_found', 'workspace not found', { param: 'workspace_id' });
@@ -83,10 +108,10 @@ export const registerControlPlaneRoutes = (
     return reply.code(201).send(await reads.organization(r.org_id));
   });
   app.get('/api/orgs', async (request) => ({
-    data: await reads.organizations(visibleWorkspaces(await who(request))),
+    data: await reads.organizations(visibleWorkspaces(who(request))),
   }));
   const orgFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
-    const p = await who(request);
+    const p = who(request);
     const org = await reads.requireOrganization(params(request).org_id!);
     requireWorkspace(p, org.workspace_id, role);
     return { p, org };
@@ -107,7 +132,7 @@ export const registerControlPlaneRoutes = (
 
   // Projects.
   app.post('/api/projects', async (request, reply) => {
-    const p = await who(request);
+    const p = who(request);
     const body = parseBody(strict({ org_id: z.string(), name }), request.body);
     const org = await reads.requireOrganization(body.org_id, 'org_id');
     requireWorkspace(p, org.workspace_id, 'manager');
@@ -115,7 +140,7 @@ export const registerControlPlaneRoutes = (
     return reply.code(201).send(await reads.project(r.project_id));
   });
   app.get('/api/projects', async (request) => {
-    const p = await who(request);
+    const p = who(request);
     return {
       data: await reads.projects({ orgId: query(request).org_id, workspaceIds: visibleWorkspaces(p) }),
     };
@@ -125,7 +150,7 @@ export const registerControlPlaneRoutes = (
     role: 'member' | 'manager',
     id = params(request).project_id!,
   ) => {
-    const p = await who(request);
+    const p = who(request);
     const project = await reads.requireProject(id);
     requireWorkspace(p, project.workspace_id, role);
     return { p, project };
@@ -145,13 +170,13 @@ export const registerControlPlaneRoutes = (
     return reply.code(201).send(await cp.createApiKey(actorOf(p), body.project_id, body.name));
   });
   app.get('/api/api-keys', async (request) => {
-    const p = await who(request);
+    const p = who(request);
     return {
       data: await reads.apiKeys({ projectId: query(request).project_id, workspaceIds: visibleWorkspaces(p) }),
     };
   });
   const keyFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
-    const p = await who(request);
+    const p = who(request);
     const key = await reads.requireApiKey(params(request).api_key_id!);
     requireWorkspace(p, key.workspace_id, role);
     return { p, key };
@@ -171,7 +196,7 @@ export const registerControlPlaneRoutes = (
 
   // Reporting dimensions (SPEC 2.10).
   const workspaceFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
-    const p = await who(request);
+    const p = who(request);
     const ws = await reads.workspace(params(request).workspace_id!);
     if (!ws) throw new ServiceError('not_found', 'workspace not found');
     requireWorkspace(p, ws.workspace_id, role);
@@ -235,7 +260,7 @@ export const registerControlPlaneRoutes = (
     return reply.code(201).send(await cp.createTraceIngestKey(actorOf(p), body.project_id, body.name));
   });
   app.get('/api/trace-ingest-keys', async (request) => {
-    const p = await who(request);
+    const p = who(request);
     return {
       data: await reads.traceIngestKeys({
         projectId: query(request).project_id,
@@ -244,7 +269,7 @@ export const registerControlPlaneRoutes = (
     };
   });
   const traceKeyFor = async (request: FastifyRequest) => {
-    const p = await who(request);
+    const p = who(request);
     const key = await reads.requireTraceIngestKey(params(request).trace_ingest_key_id!);
     requireWorkspace(p, key.workspace_id, 'manager');
     return { p, key };
@@ -287,7 +312,7 @@ export const registerControlPlaneRoutes = (
     return reply.code(201).send(created);
   });
   app.get('/api/provider-keys', async (request) => {
-    const p = await who(request);
+    const p = who(request);
     const q = query(request);
     return {
       data: await reads.connections({
@@ -298,7 +323,7 @@ export const registerControlPlaneRoutes = (
     };
   });
   const connectionFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
-    const p = await who(request);
+    const p = who(request);
     const conn = await reads.requireConnection(params(request).id!);
     requireWorkspace(p, conn.workspace_id, role);
     return { p, conn };
@@ -321,7 +346,7 @@ export const registerControlPlaneRoutes = (
     );
   });
   app.put('/api/platform-keys/:provider', async (request) => {
-    const p = await who(request);
+    const p = who(request);
     requireAdmin(p);
     const body = parseBody(
       strict({
@@ -339,9 +364,7 @@ export const registerControlPlaneRoutes = (
     });
   });
   app.get('/api/platform-keys', async (request) => {
-    requireAdmin(await who(request));
+    requireAdmin(who(request));
     return { data: await reads.platformKeys() };
   });
-
-  registerSpendCapRoutes(app, cp, reads, adminToken);
 };

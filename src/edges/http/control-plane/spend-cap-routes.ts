@@ -4,8 +4,8 @@ import type { ControlPlaneCommands } from '../../../commands/control-plane/comma
 import type { SpendCapLevel } from '../../../commands/spend-cap/events.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
-import { actorOf, authenticate, type Principal, requireWorkspace, visibleWorkspaces } from './auth.js';
-import { parseBody } from './body.js';
+import { parseBody } from '../body.js';
+import { actorOf, type Principal, requireWorkspace, visibleWorkspaces } from './auth.js';
 
 /** What every answer repeats, so a console or script knows how the cap is enforced. */
 const CAP_GUIDANCE =
@@ -22,13 +22,10 @@ export const registerSpendCapRoutes = (
   app: FastifyInstance,
   cp: ControlPlaneCommands,
   reads: ControlPlaneReads,
-  adminToken: string,
+  who: (request: FastifyRequest) => Principal,
 ): void => {
-  const who = (request: FastifyRequest): Promise<Principal> =>
-    authenticate(request, reads, adminToken, new Date());
-
   app.get('/api/spend-caps', async (request) => {
-    const p = await who(request);
+    const p = who(request);
     const q = request.query as Record<string, string | undefined>;
     return {
       data: await reads.spendCaps({ orgId: q.org_id, workspaceIds: visibleWorkspaces(p) }),
@@ -43,7 +40,7 @@ export const registerSpendCapRoutes = (
   ];
   for (const [level, path, param] of targets) {
     const targetOf = async (request: FastifyRequest, role: 'member' | 'manager') => {
-      const p = await who(request);
+      const p = who(request);
       const id = (request.params as Record<string, string>)[param]!;
       const owner =
         level === 'org'

@@ -4,7 +4,7 @@ import type { Pool } from '../../../events/postgres/pool.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ObjectStore } from '../../../objects/port.js';
 import type { LiveSessions } from '../../../query/live.js';
-import { type Caller, identify, type OrgScope, orgScope, type ScopeDeps } from '../../../query/scope.js';
+import { type Caller, type OrgScope, orgScope, type ScopeDeps } from '../../../query/scope.js';
 
 export interface QueryHttpOptions extends ScopeDeps {
   analytics: AnalyticsStore;
@@ -15,6 +15,11 @@ export interface QueryHttpOptions extends ScopeDeps {
   maxExportDays: number;
   /** Live session streams, shared per session and counted per session and organization. */
   live: LiveSessions;
+}
+
+/** What each query route is given: the options, and the caller the family's hook authenticated. */
+export interface QueryRouteContext extends QueryHttpOptions {
+  caller: (request: FastifyRequest) => Caller;
 }
 
 export type Query = Record<string, string | undefined>;
@@ -32,14 +37,10 @@ export const queryOf = (request: FastifyRequest): Query => {
 export const paramOf = (request: FastifyRequest, name: string): string =>
   (request.params as Record<string, string>)[name] ?? '';
 
-export const callerOf = (o: QueryHttpOptions, request: FastifyRequest): Promise<Caller> =>
-  identify(o, request.headers.authorization);
-
-/** Every org-scoped route: authenticate, then resolve org_id (+ project_id) against the grants. */
-export const scopeOf = async (o: QueryHttpOptions, request: FastifyRequest): Promise<OrgScope> => {
-  const caller = await callerOf(o, request);
+/** Every org-scoped route: resolve org_id (+ project_id) against the authenticated caller's grants. */
+export const scopeOf = async (o: QueryRouteContext, request: FastifyRequest): Promise<OrgScope> => {
   const q = queryOf(request);
-  return orgScope(o, caller, q.org_id, q.project_id);
+  return orgScope(o, o.caller(request), q.org_id, q.project_id);
 };
 
 export const authorOf = (c: Caller): string => (c.kind === 'admin' ? 'admin' : `user:${c.userId}`);

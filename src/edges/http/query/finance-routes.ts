@@ -15,14 +15,14 @@ import { workspaceReport } from '../../../query/report.js';
 import { findRequest } from '../../../query/requests.js';
 import { orgScope, workspaceScope } from '../../../query/scope.js';
 import { parseBoundedWindow, parseClosedMonth } from '../../../query/window.js';
-import { callerOf, paramOf, type QueryHttpOptions, queryOf, scopeOf } from './context.js';
+import { paramOf, type QueryRouteContext, queryOf, scopeOf } from './context.js';
 
 /** Reports, exports, verified body fetch and the live session stream (SPEC 4.5). */
-export const registerFinanceRoutes = (app: FastifyInstance, o: QueryHttpOptions): void => {
+export const registerFinanceRoutes = (app: FastifyInstance, o: QueryRouteContext): void => {
   const a = o.analytics;
 
   app.get('/api/reports/workspace', async (request) => {
-    const caller = await callerOf(o, request);
+    const caller = o.caller(request);
     const q = queryOf(request);
     const ws = await workspaceScope(o, caller, q.workspace_id);
     const month = parseClosedMonth(q.month, new Date());
@@ -44,7 +44,7 @@ export const registerFinanceRoutes = (app: FastifyInstance, o: QueryHttpOptions)
   });
 
   app.get('/api/exports/panel', async (request, reply) => {
-    const caller = await callerOf(o, request);
+    const caller = o.caller(request);
     const q = queryOf(request);
     const panel = (q.panel ?? 'cost_detail') as Panel;
     if (!PANELS.includes(panel)) throw new ServiceError('bad_request', PANEL_HELP, { param: 'panel' });

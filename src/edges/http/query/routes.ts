@@ -10,10 +10,20 @@ import {
   sessionTimeline,
   shapeRequest,
 } from '../../../query/requests.js';
+import { identify } from '../../../query/scope.js';
 import { listSessions, sessionFacets } from '../../../query/sessions.js';
 import { overview, usage } from '../../../query/usage.js';
 import { parsePage, parseWindow } from '../../../query/window.js';
-import { authorOf, paramOf, type QueryHttpOptions, queryOf, scopeOf } from './context.js';
+import { authenticatedApiFamily } from '../api-family.js';
+import { parseBody } from '../body.js';
+import {
+  authorOf,
+  paramOf,
+  type QueryHttpOptions,
+  type QueryRouteContext,
+  queryOf,
+  scopeOf,
+} from './context.js';
 import { registerFinanceRoutes } from './finance-routes.js';
 
 const feedbackBody = z.strictObject({
@@ -21,8 +31,25 @@ const feedbackBody = z.strictObject({
   comment: z.string().max(4000).nullish(),
 });
 
-/** Query HTTP API of SPEC 4.5 (trace routes excepted): every route reads one tenant's rows. */
-export const registerQueryRoutes = (app: FastifyInstance, o: QueryHttpOptions): void => {
+/** Query bodies are feedback: a rating and a comment of at most 4,000 characters (24 KB escaped). */
+const QUERY_BODY_LIMIT = 32 * 1024;
+
+/**
+ * Query HTTP API of SPEC 4.5 (trace routes excepted): every route reads one tenant's rows. The
+ * caller (a console session, a personal developer token or the administrator; never a service API
+ * key, SPEC 5) is authenticated before the body is read; each route then resolves its scope.
+ */
+export const registerQueryRoutes = async (app: FastifyInstance, options: QueryHttpOptions): Promise<void> => {
+  await app.register(async (scope) => {
+    const family = authenticatedApiFamily(scope, {
+      bodyLimit: QUERY_BODY_LIMIT,
+      authenticate: (request) => identify(options, request.headers.authorization),
+    });
+    queryRoutes(scope, { ...options, caller: family.caller });
+  });
+};
+
+const queryRoutes = (app: FastifyInstance, o: QueryRouteContext): void => {
   const a = o.analytics;
 
   app.get('/api/requests', async (request) => {
@@ -63,15 +90,7 @@ export const registerQueryRoutes = (app: FastifyInstance, o: QueryHttpOptions): 
 
   app.post('/api/requests/:request_id/feedback', async (request, reply) => {
     const s = await scopeOf(o, request);
-    const parsed = feedbackBody.safeParse(request.body ?? {});
-    if (!parsed.success)
-      throw new ServiceError(
-        'bad_request',
-        `invalid feedback: ${parsed.error.issues[0]?.message ?? 'bad body'}`,
-        {
-          param: String(parsed.error.issues[0]?.path[0] ?? 'rating'),
-        },
-      );
+    const feedback = parseBody(feedbackBody, request.body);
     const requestId = paramOf(request, 'request_id');
     if (!(await findRequest(a, s.orgId, s.projectId, requestId)))
       throw new ServiceError('not_found', 'request not found');
@@ -81,8 +100,8 @@ export const registerQueryRoutes = (app: FastifyInstance, o: QueryHttpOptions): 
         request_id: requestId,
         org_id: s.orgId,
         author: authorOf(s.caller),
-        rating: parsed.data.rating,
-        comment: parsed.data.comment ?? null,
+        rating: feedback.rating,
+        comment: feedback.comment ?? null,
       },
       new Date(),
     );

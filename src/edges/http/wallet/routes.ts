@@ -6,6 +6,8 @@ import { receivePaymentWebhook } from '../../../commands/wallet/webhooks.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import type { WalletReads } from '../../../projections/wallet/reads.js';
+import { authenticatedApiFamily, publicApiFamily } from '../api-family.js';
+import { parseBody } from '../body.js';
 import {
   actorOf,
   authenticate,
@@ -13,13 +15,22 @@ import {
   requireAdmin,
   requireWorkspace,
 } from '../control-plane/auth.js';
-import { parseBody } from '../control-plane/body.js';
 import { ledgerCsv } from './csv.js';
 
 /** Money travels as a decimal string (STYLE.md rule 9); the decider checks sign and form. */
 const amount = z.string().min(1).max(40);
+/**
+ * SPEC 3: a refund is idempotent on its refund id, so the caller names every refund (a ticket or
+ * credit-note number): a retry with the same id refunds once, and a second refund of the same
+ * amount is a deliberate act with an id of its own. Money that leaves is not refunded on a guess.
+ */
 const refundId = z
-  .string()
+  .string({
+    error: (issue) =>
+      issue.input === undefined
+        ? 'is required: name this refund (e.g. its ticket number) so a retry cannot refund twice'
+        : undefined,
+  })
   .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits, dot, colon, dash or underscore, at most 100');
 
 const grantBody = z.strictObject({
@@ -31,7 +42,7 @@ const topUpBody = z.strictObject({ amount_usd: amount });
 const refundBody = z.strictObject({
   payment_intent_id: z.string().min(1).max(255),
   amount_usd: amount,
-  refund_id: refundId.optional(),
+  refund_id: refundId,
 });
 const autoRefillBody = z.strictObject({
   enabled: z.boolean(),
@@ -39,8 +50,14 @@ const autoRefillBody = z.strictObject({
   amount_usd: amount,
 });
 
-/** Webhook bodies are small JSON documents; anything larger is not from the provider. */
-const WEBHOOK_BODY_LIMIT = 1024 * 1024;
+/** Grants, top-ups, refunds and auto-refill settings are a few short fields. */
+const WALLET_BODY_LIMIT = 16 * 1024;
+/**
+ * A Stripe event carries a snapshot of one object: a payment intent or a refund is a few KB, and
+ * the lists an event embeds hold at most 10 items, so the largest deliveries stay in the tens of
+ * KB. 256 KiB leaves room for that; anything larger is not from the provider.
+ */
+const WEBHOOK_BODY_LIMIT = 256 * 1024;
 
 export interface WalletHttpDeps {
   commands: WalletCommands;
@@ -58,27 +75,54 @@ export interface WalletHttpDeps {
  */
 export const registerWalletRoutes = async (
   app: FastifyInstance,
-  { commands: wallet, ledger, controlPlane: reads }: WalletHttpDeps,
+  deps: WalletHttpDeps,
   adminToken: string,
 ): Promise<void> => {
-  const who = (request: FastifyRequest): Promise<Principal> =>
-    authenticate(request, reads, adminToken, new Date());
-  const callerFor = async (request: FastifyRequest, role: 'member' | 'manager' | 'admin') => {
-    const p = await who(request);
+  // The manager and administrator routes: the caller is authenticated before the body is read.
+  await app.register(async (scope) => {
+    const family = authenticatedApiFamily(scope, {
+      bodyLimit: WALLET_BODY_LIMIT,
+      authenticate: (request) => authenticate(request, deps.controlPlane, adminToken, new Date()),
+    });
+    walletRoutes(scope, deps, family.caller);
+  });
+
+  // The signature covers the exact bytes, so this scope keeps bodies raw instead of parsing JSON.
+  await app.register(async (scope) => {
+    publicApiFamily(scope, { bodyLimit: WEBHOOK_BODY_LIMIT });
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    scope.post('/api/payments/webhooks/:provider', async (request) => {
+      const provider = (request.params as { provider: string }).provider;
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const signature = request.headers['stripe-signature'];
+      if (Array.isArray(signature))
+        throw new ServiceError('bad_request', 'one stripe-signature header expected');
+      return receivePaymentWebhook(deps.commands, provider, raw, signature);
+    });
+  });
+};
+
+const walletRoutes = (
+  app: FastifyInstance,
+  { commands: wallet, ledger, controlPlane: reads }: WalletHttpDeps,
+  who: (request: FastifyRequest) => Principal,
+): void => {
+  const callerFor = (request: FastifyRequest, role: 'member' | 'manager' | 'admin') => {
+    const p = who(request);
     const workspaceId = (request.params as { workspace_id: string }).workspace_id;
     if (role === 'admin') requireAdmin(p);
     else requireWorkspace(p, workspaceId, role);
     return { p, workspaceId };
   };
   const workspaceFor = async (request: FastifyRequest, role: 'member' | 'manager') => {
-    const caller = await callerFor(request, role);
+    const caller = callerFor(request, role);
     if (!(await reads.workspace(caller.workspaceId)))
       throw new ServiceError('not_found', 'workspace not found', { param: 'workspace_id' });
     return caller;
   };
 
-  app.get('/api/payments/config', async (request) => {
-    await who(request);
+  app.get('/api/payments/config', async () => {
     const payments = wallet.deps.payments;
     return {
       enabled: payments !== null,
@@ -98,7 +142,7 @@ export const registerWalletRoutes = async (
   });
 
   app.post('/api/workspaces/:workspace_id/wallet/grants', async (request, reply) => {
-    const { p, workspaceId } = await callerFor(request, 'admin');
+    const { p, workspaceId } = callerFor(request, 'admin');
     const body = parseBody(grantBody, request.body);
     const r = await wallet.grant(actorOf(p), workspaceId, {
       amountUsd: body.amount_usd,
@@ -110,20 +154,20 @@ export const registerWalletRoutes = async (
   });
 
   app.post('/api/workspaces/:workspace_id/wallet/topups', async (request, reply) => {
-    const { p, workspaceId } = await callerFor(request, 'manager');
+    const { p, workspaceId } = callerFor(request, 'manager');
     wallet.requirePayments();
     const body = parseBody(topUpBody, request.body);
     return reply.code(201).send(await wallet.createTopUp(actorOf(p), workspaceId, body.amount_usd));
   });
 
   app.post('/api/workspaces/:workspace_id/wallet/refunds', async (request, reply) => {
-    const { p, workspaceId } = await callerFor(request, 'manager');
+    const { p, workspaceId } = callerFor(request, 'manager');
     wallet.requirePayments();
     const body = parseBody(refundBody, request.body);
     const r = await wallet.refund(actorOf(p), workspaceId, {
       paymentIntentId: body.payment_intent_id,
       amountUsd: body.amount_usd,
-      ...(body.refund_id ? { refundId: body.refund_id } : {}),
+      refundId: body.refund_id,
     });
     return reply.code(r.created ? 201 : 200).send({ ...r.transaction, replayed: !r.created });
   });
@@ -145,7 +189,7 @@ export const registerWalletRoutes = async (
     };
   });
   app.put('/api/workspaces/:workspace_id/wallet/auto-refill', async (request) => {
-    const { p, workspaceId } = await callerFor(request, 'manager');
+    const { p, workspaceId } = callerFor(request, 'manager');
     const body = parseBody(autoRefillBody, request.body);
     const settings = await wallet.setAutoRefill(actorOf(p), workspaceId, {
       enabled: body.enabled,
@@ -154,23 +198,5 @@ export const registerWalletRoutes = async (
     });
     // SPEC 8: stored, never acted on; the answer says so rather than implying a charge will happen.
     return { workspace_id: workspaceId, settings, acted_on: false };
-  });
-
-  // The signature covers the exact bytes, so this scope keeps bodies raw instead of parsing JSON.
-  await app.register(async (scope) => {
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      '*',
-      { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT },
-      (_request, body, done) => done(null, body),
-    );
-    scope.post('/api/payments/webhooks/:provider', async (request) => {
-      const provider = (request.params as { provider: string }).provider;
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      const signature = request.headers['stripe-signature'];
-      if (Array.isArray(signature))
-        throw new ServiceError('bad_request', 'one stripe-signature header expected');
-      return receivePaymentWebhook(wallet, provider, raw, signature);
-    });
   });
 };
