@@ -1,9 +1,9 @@
 import { priceUsage } from '../../src/pricing/engine.js';
 import type { EscrowShape } from '../../src/pricing/escrow-estimate.js';
 import { escrowEstimate } from '../../src/pricing/escrow-estimate.js';
-import { AUDIO_CARD, REQUEST_CARD } from '../../test/fixtures/pricing/pricing.fixtures.js';
 import type { CompiledRateCard } from '../../src/pricing/rate-card.js';
 import type { PricingUsage } from '../../src/pricing/types.js';
+import { AUDIO_CARD, REQUEST_CARD } from '../../test/fixtures/pricing/pricing.fixtures.js';
 import { perSecond, printTable } from '../lib/report.js';
 
 // npm run bench:pricing — issue 5 target: at least 200,000 cost lines priced per second on one

@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { parseUsd } from '../lib/money.js';
-import { type EscrowShape, escrowEstimate } from './escrow-estimate.js';
 import {
   AUDIO_CARD,
   IMAGE_TOKEN_CARD,
@@ -9,6 +7,8 @@ import {
   REQUEST_PRICED_IMAGE_CARD,
   TEXT_CARD,
 } from '../../test/fixtures/pricing/pricing.fixtures.js';
+import { parseUsd } from '../lib/money.js';
+import { type EscrowShape, escrowEstimate } from './escrow-estimate.js';
 import type { CompiledRateCard } from './rate-card.js';
 
 const chat = (prompt: number, maxOutput: number, extra: Partial<EscrowShape> = {}): EscrowShape => ({

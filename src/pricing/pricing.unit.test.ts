@@ -1,12 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatUsd, parseUsd, type Usd } from '../lib/money.js';
-import { priceUsage } from './engine.js';
-import { escrowEstimate } from './escrow-estimate.js';
 import { arbitraryCard, arbitraryUsage } from '../../test/fixtures/pricing/pricing.arbitraries.js';
 import { AUDIO_CARD, VERSIONED_CARDS } from '../../test/fixtures/pricing/pricing.fixtures.js';
 import { AUDIO_GOLDEN_CASES } from '../../test/fixtures/pricing/pricing.golden.audio.js';
-import { type GoldenCase, type GoldenLine, GOLDEN_CASES as OTHER_CASES } from '../../test/fixtures/pricing/pricing.golden.js';
+import {
+  type GoldenCase,
+  type GoldenLine,
+  GOLDEN_CASES as OTHER_CASES,
+} from '../../test/fixtures/pricing/pricing.golden.js';
+import { formatUsd, parseUsd, type Usd } from '../lib/money.js';
+import { priceUsage } from './engine.js';
+import { escrowEstimate } from './escrow-estimate.js';
 import { type CompiledRateCard, selectRateCard } from './rate-card.js';
 import { BILLING_REASONS, type CostLine, isImageOperation, type PricingResult } from './types.js';
 

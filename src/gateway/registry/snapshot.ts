@@ -5,7 +5,7 @@ import {
   type RateCardInput,
   selectRateCard,
 } from '../../pricing/index.js';
-import type { Adapter, EndpointFacts, ManagedBy, RegistryEndpoint } from '../../providers/endpoint.js';
+import type { RegistryEndpoint } from '../../providers/endpoint.js';
 
 /**
  * The registry as the gateway sees it: every endpoint with its compiled rate cards, held in memory

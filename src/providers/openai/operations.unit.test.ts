@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { TEXT_CARD } from '../../../test/fixtures/pricing/pricing.fixtures.js';
 import { parseEmbeddingsBody, parseResponsesBody } from '../../edges/http/gateway/json-bodies.js';
 import { pricingUsageOf } from '../../gateway/metering.js';
 import { priceUsage } from '../../pricing/index.js';
-import { TEXT_CARD } from '../../../test/fixtures/pricing/pricing.fixtures.js';
 import { embeddingsReply, embeddingsUsage, responsesReply, responsesUsage } from './operations.js';
 
 describe('usage of the JSON operations', () => {
