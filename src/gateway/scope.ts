@@ -180,8 +180,10 @@ export class RequestScope {
       seconds,
       completed.ttfbMs === null ? null : completed.ttfbMs / 1_000,
     );
-    // Off the critical path: the reply is already on its way.
-    setImmediate(() => this.deps.onCompleted(completed));
+    // Off the critical path: the reply is already on its way. The hand-off holds the record alone,
+    // not this scope (its client, its upstream calls' cancellation) until the immediate runs.
+    const { onCompleted } = this.deps;
+    setImmediate(() => onCompleted(completed));
   }
 
   /** Finishes with an error in the edge's dialect (SPEC 7.1, 7.2). */
