@@ -42,7 +42,7 @@ const declaredTools = (raw: Record<string, unknown>): string[] => {
   return names;
 };
 
-/** The request.completed draft of a finished request (SPEC 2.5; issue 6 item 8). */
+/** The request.completed draft of a finished request (SPEC 2.5). */
 export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft; bodies?: RecordBodies } => {
   const u = c.usage;
   // Counters are stored as the upstream reported them when readable (SPEC 4.1 rule 10); an

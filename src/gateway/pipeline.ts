@@ -49,7 +49,7 @@ export type PipelineResult<R = CanonicalReply, C = CanonicalChunk> =
       lastEndpoint?: RegistryEndpoint;
     };
 
-/** One attempt of the request's operation on one candidate (chat unless the route says otherwise). */
+/** One attempt of the request's operation on one candidate (chat unless the request path says otherwise). */
 export type AttemptCall<R, C> = (adapter: ProviderAdapter, target: AttemptTarget) => Promise<Outcome<R, C>>;
 
 export interface PipelineDeps {
@@ -72,7 +72,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /**
- * The attempt pipeline (SPEC 1.2; issue 6 item 5): each candidate in order; a retryable failure is
+ * The attempt pipeline (SPEC 1.2): each candidate in order; a retryable failure is
  * tried again while the shared retry budget and the deadline last, then the next candidate. A
  * stream commits once its first chunk arrived: later failures end the stream, never fall back.
  */
@@ -84,7 +84,7 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
     requestId: string;
     signal: AbortSignal;
     budget: PipelineBudget;
-    /** The operation other than chat (embeddings, responses) this request dispatches. */
+    /** The operation other than chat (embeddings, responses, token counting) this request dispatches. */
     call?: AttemptCall<R, C>;
   },
 ): Promise<PipelineResult<R, C>> => {

@@ -1,6 +1,7 @@
 /**
- * Per-API-key token buckets (issue 6 item 7): `rpm` requests a minute on average, with bursts of up
- * to ten seconds' worth. In process: each gateway process enforces its own share.
+ * Per-API-key token buckets (SPEC 7.4 Retry-After; SPEC 8 does not show the values): `rpm` requests
+ * a minute on average, with bursts of up to ten seconds' worth. In process: each gateway process
+ * enforces its own share.
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();

@@ -1,7 +1,7 @@
 import { ServiceError } from '../lib/errors.js';
-import { isObject } from '../providers/anthropic/usage.js';
-import type { CanonicalRequest } from '../providers/contract.js';
-import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
+import { isPlainObject } from '../lib/fields.js';
+import type { CanonicalRequest, Route } from '../providers/contract.js';
+import type { Adapter, Capability, RegistryEndpoint } from '../providers/endpoint.js';
 
 /** Adapters speaking the messages-style wire (ARCHITECTURE.md: provider id `anthropic`). */
 export const MESSAGES_STYLE: ReadonlySet<Adapter> = new Set<Adapter>(['anthropic']);
@@ -46,12 +46,12 @@ const hostedTools = (request: CanonicalRequest): string[] => {
   if (Array.isArray(request.tools))
     for (const t of request.tools)
       if (
-        isObject(t) &&
+        isPlainObject(t) &&
         typeof t.type === 'string' &&
         HOSTED_FAMILIES.some((f) => (t.type as string).startsWith(f))
       )
         found.push(t.type);
-  if (isObject(request.raw.web_search_options)) found.push('web_search_options');
+  if (isPlainObject(request.raw.web_search_options)) found.push('web_search_options');
   return found;
 };
 
@@ -107,4 +107,39 @@ export const routeRules = (
   if (!pinned.ok) return pinned;
   const refusal = refuseN(request, pinned.candidates) ?? refuseHostedTools(request, pinned.candidates);
   return refusal ? { ok: false, error: refusal } : pinned;
+};
+
+/** SPEC 4.1 rule 8 for the responses route: the paid hosted tools rule alone. */
+const hostedToolsRule = (request: CanonicalRequest, candidates: RegistryEndpoint[]): RouteVerdict => {
+  const refusal = refuseHostedTools(request, candidates);
+  return refusal ? { ok: false, error: refusal } : { ok: true, candidates };
+};
+
+/** How a route admits a request: whom it may go to, and what is decided once for the whole route. */
+export interface RoutePolicy {
+  /** SPEC 4.1 rule 3: candidates advertising none of these are filtered out before dispatch. */
+  capability: Capability | readonly Capability[];
+  /** Named in errors: "no candidate for X supports <describe>". */
+  describe: string;
+  /** Decided once for the whole route, before escrow and before any attempt. */
+  rules?: (request: CanonicalRequest, candidates: RegistryEndpoint[]) => RouteVerdict;
+  /** Spends nothing (token counting, SPEC 4.2 rule 9), so a spend cap does not refuse it. */
+  zeroRated?: boolean;
+}
+
+export const ROUTE_POLICY: Readonly<Record<Route, RoutePolicy>> = {
+  '/v1/chat/completions': { capability: 'chat', describe: 'chat completions', rules: routeRules },
+  '/alt/v1/messages': { capability: 'chat', describe: 'messages', rules: routeRules },
+  '/alt/v1/messages/count_tokens': {
+    capability: 'chat',
+    describe: 'token counting',
+    rules: routeRules,
+    zeroRated: true,
+  },
+  '/v1/embeddings': { capability: 'embeddings', describe: 'embeddings' },
+  // Not gated on the responses flag alone (SPEC 4.1 rule 3 names embeddings, not responses): a
+  // chat model may take a responses call, as deployment hosts do although /v1/models reports
+  // responses false for them (SPEC 4.7), and a provider that cannot answers with the structured
+  // unsupported error, leaving the next candidate free to serve.
+  '/v1/responses': { capability: ['responses', 'chat'], describe: 'responses', rules: hostedToolsRule },
 };

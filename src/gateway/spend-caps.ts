@@ -4,7 +4,7 @@ import { formatUsd, parseUsd, type Usd } from '../lib/money.js';
 import type { ApiKeyIdentity } from './auth/api-key-cache.js';
 
 /**
- * The gateway's spend-cap cache (issue 13 item 5, SPEC 4.8). The request path asks `refusal(key)`:
+ * The gateway's spend-cap cache (SPEC 4.8, 8: monthly spend caps). The request path asks `refusal(key)`:
  * at most three Map lookups in memory, and none at all while no target is over its cap. Everything
  * else happens off the request path, in a refresh every `refreshMs`: the caps come from the control
  * plane's read model, the month-to-date spend of the capped orgs from QueryService

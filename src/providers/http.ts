@@ -142,13 +142,17 @@ export const callUpstream = (options: {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      if (!result.ok) stopListening();
       resolve(result);
     };
-    // Lives as long as the caller's signal (one per request): a client leaving mid-body still cancels.
+    // A client leaving mid-body still cancels, until the body is done (read, drained, destroyed):
+    // then the listener goes, or the caller's signal (one per request) would hold the whole answer
+    // reachable for as long as anything holds the signal, and the collector would copy it along.
     const onClient = () => {
       controller.abort();
       settle({ ok: false, failure: transportFailure(null, 'client') });
     };
+    const stopListening = () => options.signal.removeEventListener('abort', onClient);
     options.signal.addEventListener('abort', onClient, { once: true });
     const timer = setTimeout(() => {
       controller.abort();
@@ -165,8 +169,12 @@ export const callUpstream = (options: {
     }).then(
       (response) => {
         // Headers that arrive after the attempt gave up: nobody reads this body.
-        if (settled) response.body.destroy();
-        else settle({ ok: true, response });
+        if (settled) {
+          response.body.destroy();
+          return;
+        }
+        settle({ ok: true, response });
+        response.body.on('close', stopListening);
       },
       (err: unknown) =>
         settle({ ok: false, failure: transportFailure(err, options.signal.aborted ? 'client' : null) }),

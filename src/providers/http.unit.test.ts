@@ -1,10 +1,11 @@
+import { getEventListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callUpstream, sseEvents } from './http.js';
 
-// The attempt's time limit (issue 6 item 5; SPEC 4.1 budget, 7.3) must hold from the moment the
+// The attempt's time limit (SPEC 1.2 attempt budget, 7.3) must hold from the moment the
 // call is made, including the time it waits for a pooled connection: undici's own headersTimeout
 // only starts on a connected socket.
 
@@ -91,6 +92,28 @@ describe('callUpstream time limit', () => {
       if (r.ok) expect(await r.response.body.json()).toEqual({ ok: true });
     } finally {
       await pool.close();
+    }
+  });
+});
+
+describe("callUpstream and the caller's signal", () => {
+  it('listens for a client leaving while the body is read, and lets go once it is done', async () => {
+    const pool = new Agent({ connections: 1 });
+    try {
+      const client = new AbortController();
+      const served = await call('/fast', pool, client.signal, 1_000);
+      expect(served.ok).toBe(true);
+      expect(getEventListeners(client.signal, 'abort')).toHaveLength(1);
+      if (served.ok) await served.response.body.json();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(getEventListeners(client.signal, 'abort')).toHaveLength(0);
+
+      const timedOut = await call('/slow', pool, client.signal, 50);
+      expect(timedOut.ok).toBe(false);
+      expect(getEventListeners(client.signal, 'abort')).toHaveLength(0);
+      releaseFirst();
+    } finally {
+      await pool.destroy();
     }
   });
 });

@@ -2,8 +2,8 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { spendCaps } from '../commands/spend-cap/reads.js';
 import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
 import { grpcMonthlySpend } from '../edges/grpc/query-client.js';
+import type { GatewayEdgeDeps } from '../edges/http/gateway/client.js';
 import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
-import type { GatewayDeps } from '../edges/http/gateway/serve.js';
 import { RequestRecordPublisher } from '../events/envelopes/publish.js';
 import { envelopeOf } from '../gateway/envelope.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
@@ -108,7 +108,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       },
     },
   );
-  const chat: GatewayDeps = {
+  const chat: GatewayEdgeDeps = {
     registry: () => registry.current(),
     tenancy: () => tenancy.current(),
     adapters: ADAPTERS,
@@ -137,7 +137,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       if (ttfbSeconds !== null) labelled(ttfbBy, ttfb, route, String(stream)).observe(ttfbSeconds);
     },
     bodyLimit: c.SVC_GATEWAY_MAX_REQUEST_BYTES,
-    // One round trip per hold; never below zero under concurrency (issue 10).
+    // One round trip per hold; never below zero under concurrency (SPEC 1.4, 8 "escrow hold").
     escrow: new PostgresEscrow(ctx.pool, c.SVC_WALLET_HOLD_TTL_SECONDS),
     spendCaps: caps,
   };

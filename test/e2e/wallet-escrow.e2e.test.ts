@@ -27,7 +27,7 @@ const BODY = JSON.stringify({
   messages: [{ role: 'user', content: 'hello wallet' }],
   max_tokens: MAX_TOKENS,
 });
-// The gateway's estimate (src/edges/http/gateway/serve.ts): prompt ceil(bytes / 4) at the input
+// The gateway's estimate (src/gateway/hold.ts): prompt ceil(bytes / 4) at the input
 // price plus max_tokens at the output price.
 const HOLD = addUsd(
   mulUsd(parseUsd(INPUT_PRICE), Math.ceil(Buffer.byteLength(BODY) / 4)),

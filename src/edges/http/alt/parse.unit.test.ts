@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { estimateTokens } from '../../../gateway/count-tokens.js';
 import { ServiceError } from '../../../lib/errors.js';
-import { estimateTokens } from './count-tokens.js';
 import { parseAltBody } from './parse.js';
 
 // SPEC 4.2 rules 1, 7 and 8: an alternate request as the internal body plus its preservation envelope.

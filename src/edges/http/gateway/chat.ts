@@ -1,10 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { primaryDialect } from '../../../gateway/render/dialect.js';
-import { routeRules } from '../../../gateway/route-rules.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../../providers/contract.js';
-import { receivedBytes } from './received-bytes.js';
-import { type GatewayDeps, serveCompletion } from './serve.js';
+import { callGateway, type GatewayEdgeDeps } from './client.js';
 
 /** Reads the fields the gateway acts on; everything else passes through (STYLE.md rule 3). */
 export const parseChatBody = (body: unknown): CanonicalRequest => {
@@ -67,21 +65,19 @@ export const parseChatBody = (body: unknown): CanonicalRequest => {
   };
 };
 
-/** POST /v1/chat/completions: buffered and streamed (SPEC 4.1; issue 6). */
-export const registerChatRoute = (v1: FastifyInstance, deps: GatewayDeps): void => {
-  v1.post(
-    '/chat/completions',
-    { bodyLimit: deps.bodyLimit },
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      const canonical = parseChatBody(request.body);
-      return serveCompletion(request, reply, deps, {
-        canonical,
-        dialect: primaryDialect,
-        capability: 'chat',
-        operation: 'chat completions',
-        requestBytes: receivedBytes(request),
-        route: (candidates) => routeRules(canonical, candidates),
-      });
-    },
+/** POST /v1/chat/completions, buffered and streamed (SPEC 4.1). */
+export function registerChatRoute(v1: FastifyInstance, deps: GatewayEdgeDeps): void {
+  v1.post('/chat/completions', { bodyLimit: deps.bodyLimit }, (request, reply) =>
+    chatCompletions(deps, request, reply),
   );
-};
+}
+
+/** The primary dialect in, one request through the gateway, its answer out. */
+export function chatCompletions(
+  deps: GatewayEdgeDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const canonical = parseChatBody(request.body);
+  return callGateway(deps, request, reply, canonical, primaryDialect);
+}

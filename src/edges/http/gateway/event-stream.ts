@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream';
+import type { FrameSink } from '../../../gateway/request.js';
 
 /**
  * The writer of one committed server-sent-event reply (SPEC 4.1 rule 5, 4.2 rule 5, 7.6 rule 1).
@@ -13,7 +14,7 @@ import type { Writable } from 'node:stream';
  * the next `write()` waits only while Node reports `writableNeedDrain` (the flag that promises a
  * 'drain'), or until the response closes.
  */
-export class EventStreamWriter {
+export class EventStreamWriter implements FrameSink {
   private pending: string[] = [];
   private scheduled = false;
   private draining: Promise<void> | undefined;
@@ -23,6 +24,11 @@ export class EventStreamWriter {
     private readonly res: Writable,
     private readonly capture: string[] | null = null,
   ) {}
+
+  /** The client went away before the whole reply was written. */
+  get closed(): boolean {
+    return this.res.destroyed && !this.res.writableFinished;
+  }
 
   /** Queues frames; the returned promise (when there is one) settles once the client can take more. */
   write(frames: string | readonly string[]): Promise<void> | undefined {

@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { embeddingsInputForm, embeddingsPromptTokens } from '../../../gateway/embeddings-input.js';
 import { ServiceError } from '../../../lib/errors.js';
-import {
-  embeddingsInputForm,
-  embeddingsPromptTokens,
-  parseEmbeddingsBody,
-  parseResponsesBody,
-} from './json-bodies.js';
+import { parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
 
 // SPEC 4.1 rule 4: request-global malformed embeddings input is refused before dispatch.
 

@@ -5,10 +5,10 @@ import { renderPrimaryError, ServiceError } from '../../../lib/errors.js';
 import { registerAltRoutes } from '../alt/routes.js';
 import { authenticateApiKey } from './auth.js';
 import { registerChatRoute } from './chat.js';
+import type { GatewayEdgeDeps } from './client.js';
+import { registerJsonOperationRoutes } from './json-routes.js';
 import { registerModelRoutes } from './models.js';
-import { registerJsonOperationRoutes } from './operations.js';
 import { countReceivedBytes } from './received-bytes.js';
-import type { GatewayDeps } from './serve.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -59,13 +59,13 @@ const notBuilt = (what: string) => {
 };
 
 /**
- * The primary (/v1) and alternate (/alt/v1) edges: API-key auth, the dialect envelopes, 404s for
- * unknown routes. Operations land here issue by issue; until then they answer 501.
+ * The primary (/v1) and alternate (/alt/v1) edges (SPEC 4.1, 4.2, 9.1): API-key auth, the dialect
+ * envelopes, 404s for unknown routes and unsupported families; operations not built yet answer 501.
  */
 export const registerGatewayRoutes = async (
   app: FastifyInstance,
   cache: ApiKeyCache,
-  chat: GatewayDeps,
+  chat: GatewayEdgeDeps,
 ): Promise<void> => {
   await app.register(
     async (v1) => {

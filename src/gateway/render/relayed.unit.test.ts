@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SseParser } from '../../../lib/sse.js';
-import { frameOf } from './operations.js';
+import { SseParser } from '../../lib/sse.js';
+import { frameOf } from './relayed.js';
 
 describe('relayed Responses events', () => {
   it('are written back so that a parser reads the same event and data, multi-line payloads included', () => {

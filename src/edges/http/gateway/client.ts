@@ -1,0 +1,89 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Dialect } from '../../../gateway/render/dialect.js';
+import {
+  type ClientPort,
+  type FrameSink,
+  type GatewayAnswer,
+  type GatewayDeps,
+  serveRequest,
+} from '../../../gateway/request.js';
+import { newId } from '../../../lib/ids.js';
+import type { CanonicalRequest } from '../../../providers/contract.js';
+import { EventStreamWriter } from './event-stream.js';
+import { receivedBytes } from './received-bytes.js';
+
+/** The model edges' dependencies: the request path's, and the body size cap of their routes. */
+export interface GatewayEdgeDeps extends GatewayDeps {
+  bodyLimit: number;
+}
+
+export const REQUEST_ID_HEADER = 'x-svc-request-id';
+
+/** The caller's HTTP connection as the request path's client port. */
+class ReplyClient implements ClientPort {
+  private onClose: (() => void) | null = null;
+
+  constructor(
+    private readonly reply: FastifyReply,
+    private readonly requestId: string,
+  ) {}
+
+  watch(abort: AbortController): void {
+    const res = this.reply.raw;
+    this.onClose = () => {
+      if (!res.writableFinished) abort.abort();
+    };
+    res.on('close', this.onClose);
+  }
+
+  release(): void {
+    if (this.onClose) this.reply.raw.off('close', this.onClose);
+  }
+
+  openStream(capture: string[] | null): FrameSink {
+    this.reply.hijack();
+    const res = this.reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      [REQUEST_ID_HEADER]: this.requestId,
+    });
+    return new EventStreamWriter(res, capture);
+  }
+}
+
+/**
+ * One request, its body parsed into `canonical`, through the gateway's one entry; its answer written
+ * back. The request id is the one the server named the request with (genReqId), not a second one;
+ * from here on every answer carries it (SPEC 7.4), errors before this point (authentication, body
+ * shape) do not.
+ */
+export async function callGateway(
+  deps: GatewayDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  canonical: CanonicalRequest,
+  dialect: Dialect,
+): Promise<FastifyReply> {
+  const requestId = request.id.startsWith('req_') ? request.id : newId('req');
+  reply.header(REQUEST_ID_HEADER, requestId);
+  const answer = await serveRequest(deps, {
+    canonical,
+    dialect,
+    key: request.apiKey!,
+    requestId,
+    requestBytes: receivedBytes(request),
+    tracingHeader: request.headers['svc-enable-tracing'],
+    sessionHeader: request.headers['x-svc-session-id'],
+    client: new ReplyClient(reply, requestId),
+  });
+  return writeAnswer(reply, answer);
+}
+
+/** Writes the request path's answer; a streamed reply is already written, and a gone client gets none. */
+function writeAnswer(reply: FastifyReply, answer: GatewayAnswer): FastifyReply {
+  if (answer.kind !== 'json') return reply;
+  if (answer.retryAfter !== null) reply.header('retry-after', answer.retryAfter);
+  return reply.code(answer.status).type('application/json').send(answer.body);
+}

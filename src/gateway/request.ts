@@ -1,0 +1,77 @@
+import { ServiceError } from '../lib/errors.js';
+import { answerChat, ChatStream } from './chat-reply.js';
+import { countTokens } from './count-tokens.js';
+import { holdEscrow } from './hold.js';
+import { answerJsonReply, JsonEventStream, jsonCall } from './json-reply.js';
+import { relayCommitted } from './relay.js';
+import { ROUTE_POLICY } from './route-rules.js';
+import { type GatewayAnswer, type GatewayDeps, type GatewayRequest, RequestScope } from './scope.js';
+import { selectCandidates } from './selector.js';
+
+export type { ClientPort, FrameSink, GatewayAnswer, GatewayDeps, GatewayRequest } from './scope.js';
+
+/**
+ * One request of any gateway operation, from the canonical request an edge parsed to its record:
+ * chat in either dialect (buffered or streamed), embeddings, responses and token counting.
+ *
+ * 1. Admission: the API key's rate limit (SPEC 7.4), its monthly spend caps, selection of the
+ *    candidates with capability gating and the disallow list (SPEC 4.1 rules 1 and 3), then the
+ *    route rules decided once for every candidate (SPEC 4.1 rules 6 and 8, 4.2 rule 8).
+ * 2. Escrow: wallet-funded candidates hold their largest estimate (SPEC 1.4, 8).
+ * 3. Dispatch through the attempt pipeline: retries, then fallback (SPEC 1.2).
+ * 4. The reply rendered, or the stream relayed, in the caller's dialect (SPEC 4.1 rule 5, 4.2 rule 5).
+ * 5. Metering and the request.completed record, handed off after the reply (SPEC 1.3, 2.5).
+ *
+ * Token counting is admitted the same way, spends nothing and holds nothing (SPEC 4.2 rule 9).
+ * What comes back is what the edge writes; a stream was written through the client's port.
+ */
+export async function serveRequest(deps: GatewayDeps, input: GatewayRequest): Promise<GatewayAnswer> {
+  const scope = new RequestScope(deps, input);
+  const { canonical, key } = input;
+  const policy = ROUTE_POLICY[canonical.route];
+
+  const wait = deps.rateLimiter.take(key.apiKeyId);
+  if (wait !== null)
+    return scope.fail(
+      new ServiceError('rate_limit_error', `rate limit exceeded for this API key; retry in ${wait} s`),
+      String(wait),
+    );
+  const capped = policy.zeroRated ? null : deps.spendCaps?.refusal(key);
+  if (capped) return scope.fail(capped);
+  const selected = selectCandidates(scope.registry, canonical.model, {
+    capability: policy.capability,
+    disallow: scope.tenancy.org(key.orgId)?.disallow ?? new Set(),
+    operation: policy.describe,
+    atMs: scope.startedAt.getTime(),
+  });
+  if (!selected.ok) return scope.fail(selected.error);
+  const admitted = policy.rules ? policy.rules(canonical, selected.candidates) : selected;
+  if (!admitted.ok) return scope.fail(admitted.error);
+  const { candidates } = admitted;
+  if (canonical.operation === 'count_tokens') return countTokens(scope, candidates);
+
+  const refused = await holdEscrow(scope, candidates);
+  if (refused) return scope.fail(refused);
+
+  switch (canonical.operation) {
+    case 'chat': {
+      const result = await scope.dispatch(candidates, 'chat');
+      if (!result.ok) return scope.failed(result);
+      if (result.reply) return answerChat(scope, result.endpoint, result.reply);
+      const stream = new ChatStream(scope, result.endpoint);
+      return stream.end(await relayCommitted(scope, result, stream.sink, stream.relay));
+    }
+    case 'embeddings':
+    case 'responses': {
+      const operation = canonical.operation;
+      const result = await scope.dispatch(candidates, operation, jsonCall(canonical, operation));
+      if (!result.ok) return scope.failed(result);
+      if (result.reply) return answerJsonReply(scope, result.endpoint, operation, result.reply);
+      const stream = new JsonEventStream(scope, result.endpoint, operation);
+      return stream.end(await relayCommitted(scope, result, stream.sink, stream.relay));
+    }
+    default:
+      // No edge parses these into a request yet (SPEC 4.1: moderations and images answer 501).
+      throw new Error(`the request path serves no ${canonical.operation} requests`);
+  }
+}
