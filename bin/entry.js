@@ -1,4 +1,4 @@
-// Which build `svc` runs (issue 18 build 6): the compiled dist/ when it exists and is not older than
+// Which build `svc` runs: the compiled dist/ when it exists and is not older than
 // the sources, otherwise the TypeScript sources through tsx. Production needs no setting: an image
 // built with `npm run build` runs dist/, and a checkout where sources changed since the last build
 // (or that was never built, dist/ is git-ignored) runs the sources instead of stale code.

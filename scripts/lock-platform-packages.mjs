@@ -1,7 +1,7 @@
 /**
  * Writes the package-lock.json entries of the platform packages that this workplace's registry
- * mirror does not serve, so that one lock file installs on every platform the dependencies ship for
- * (issue 18 point 3). `npm install` against that mirror drops an optional dependency it cannot
+ * mirror does not serve, so that one lock file installs on every platform the dependencies ship for.
+ * `npm install` against that mirror drops an optional dependency it cannot
  * fetch; run `node scripts/lock-platform-packages.mjs` after any `npm install` that rewrites the
  * lock file. On the public registry npm writes these entries itself and this script changes nothing.
  *

@@ -1,5 +1,5 @@
 /**
- * Embedded analytics throughput (issue 3 "Must show"): insert rows/s into a ReplacingMergeTree
+ * Embedded analytics throughput: insert rows/s into a ReplacingMergeTree
  * through the chdb adapter (JSONEachRow encoding on the main thread included, as in production),
  * then the time of a group-by over all rows, plain and with FINAL, and the longest event-loop stall
  * seen meanwhile. Runs in a temporary data dir, removed afterwards.

@@ -1,5 +1,5 @@
 /**
- * Bus throughput (issue 3 "Must show"; issue 11 batch publish): publish msgs/s with awaited acks
+ * Bus throughput (batch publish, SPEC 6): publish msgs/s with awaited acks
  * and 256 single publishes in flight, then the same count again with publishMany (batches of
  * BENCH_BUS_BATCH, 4 batches in flight), then consume msgs/s of both sets for one durable consumer
  * acking each message, on JetStream and on the Postgres table. Each adapter gets its own streams

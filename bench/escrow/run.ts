@@ -4,7 +4,7 @@ import { addUsd, formatUsd, mulUsd, parseUsd, ZERO_USD } from '../../src/lib/mon
 import { benchDatabase } from '../lib/database.js';
 import { perSecond, printTable } from '../lib/report.js';
 
-// npm run bench:escrow — escrow holds per second on the PostgreSQL adapter (issue 10): one hot
+// npm run bench:escrow — escrow holds per second on the PostgreSQL adapter: one hot
 // wallet where every hold queues on the same row lock, and 100 wallets where holds spread out.
 // Each hold is the hot path's single round trip (svc_wallet_hold). Afterwards the held funds of
 // every wallet must equal the sum of its holds, and no wallet may be below zero.

@@ -4,7 +4,7 @@ import { streamCatalogProjection } from '../../src/projections/streams/projectio
 import { benchDatabase } from '../lib/database.js';
 import { perSecond, printTable, timed } from '../lib/report.js';
 
-// npm run bench:event-store — issue 2 targets on the 2-core machine: 5,000 batched appends/s and a
+// npm run bench:event-store — targets on the 2-core machine: 5,000 batched appends/s and a
 // replay of at least 20,000 events/s.
 
 const BATCH = 100;

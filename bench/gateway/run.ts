@@ -1,5 +1,5 @@
 /**
- * Gateway overhead (issue 6 "Must show"): the same autocannon load at 1, 32 and 128 connections,
+ * Gateway overhead: the same autocannon load at 1, 32 and 128 connections,
  * buffered and streamed, sent direct to a mock OpenAI upstream, through a bare fastify + undici
  * proxy (the ceiling: Node's own HTTP plumbing on this machine), and through `svc serve` (BYOK
  * traffic, request records on), then the targets, and a check that a slow stream is relayed
@@ -260,7 +260,7 @@ try {
     };
   };
   const failed = runs.reduce((n, r) => n + r.gateway.failed + r.proxy.failed + r.direct.failed, 0);
-  printTable('Targets (issue 6)', [
+  printTable('Targets', [
     overhead('buffered', 0.3),
     overhead('streamed', 0.5),
     ratio('buffered'),

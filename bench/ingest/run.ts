@@ -1,5 +1,5 @@
 /**
- * Ingest throughput (issue 11 "Must show"): publish N request.completed envelopes, each with an
+ * Ingest throughput: publish N request.completed envelopes, each with an
  * inline request body and an inline response body of BODY bytes, onto the bus; then start the
  * ingest consumer on the backlog and time until every request row is queryable (count() FINAL = N)
  * in chdb. Runs for the embedded default (Postgres-table bus + chdb) and for JetStream (a private

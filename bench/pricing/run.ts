@@ -6,7 +6,7 @@ import type { PricingUsage } from '../../src/pricing/types.js';
 import { AUDIO_CARD, REQUEST_CARD } from '../../test/fixtures/pricing/pricing.fixtures.js';
 import { perSecond, printTable } from '../lib/report.js';
 
-// npm run bench:pricing — issue 5 target: at least 200,000 cost lines priced per second on one
+// npm run bench:pricing — target: at least 200,000 cost lines priced per second on one
 // core. The engine is synchronous, so this loop on the main thread is exactly one core.
 
 const TARGET_LINES_PER_SECOND = 200_000;

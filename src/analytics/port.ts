@@ -1,5 +1,5 @@
 /**
- * Analytics port (ARCHITECTURE.md "Storage and the flow of data"; issue 3 item 2). The SQL is
+ * Analytics port (ARCHITECTURE.md "Storage and the flow of data"). The SQL is
  * ClickHouse SQL written once: the embedded default runs it on chdb in a worker thread
  * (`chdb/store.ts`), the scale-out deployment on a ClickHouse server over HTTP (`http/store.ts`).
  * `test/contract/analytics.contract.ts` holds both adapters to the same behaviour.

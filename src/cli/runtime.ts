@@ -84,7 +84,7 @@ export const openDatabase = async (
     try {
       embedded = await startEmbeddedPostgres({ dataDir: dataDirOf(config), onLog: options.onLog });
     } catch (err) {
-      // The binaries are optional dependencies (issue 18 point 4): an install without them, or a
+      // The binaries are optional dependencies: an install without them, or a
       // platform they cannot run on (musl), serves from a PostgreSQL server instead.
       throw new CliError(
         `cannot start the embedded PostgreSQL in ${dataDirOf(config)}: ${describeError(err)}; ` +

@@ -50,7 +50,7 @@ export const parseRoles = (value: string | undefined): RoleName[] => {
  * The composition root of `svc serve`: opens the ports, builds each requested role, serves HTTP and
  * gRPC, starts background work, and returns a handle whose stop() drains everything in order.
  *
- * `signal` aborts start-up (a SIGTERM before the service is up, issue 18 build 5): start-up stops at
+ * `signal` aborts start-up (a SIGTERM before the service is up): start-up stops at
  * its next step and closes what it opened, the embedded PostgreSQL included, then rejects with the
  * signal's reason. Every failure after the database opened unwinds the same way.
  */
@@ -85,7 +85,7 @@ export const startService = async (
   const started: Role[] = [];
 
   // Everything that holds a PostgreSQL connection closes before the database does: the embedded
-  // server is stopped last, so no session of ours sees it go (issue 18 point 4).
+  // server is stopped last, so no session of ours sees it go.
   const stop = async () => {
     await app?.close().catch((err: unknown) => logger.error({ err }, 'http close failed'));
     await new Promise<void>((resolve) => {

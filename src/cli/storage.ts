@@ -8,7 +8,7 @@ import { type Database, dataDirOf } from './runtime.js';
 
 /**
  * The ports of ARCHITECTURE.md "Storage and the flow of data": the scale-out adapter when its URL
- * is set, otherwise the embedded default (issue 3 item 4). Each adapter's modules load only when
+ * is set, otherwise the embedded default. Each adapter's modules load only when
  * it is the one chosen (the NATS client, chdb's native engine and the ClickHouse HTTP client are
  * large): a process carries only what it opens.
  */
@@ -42,7 +42,7 @@ export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => 
   } catch (err) {
     if (config.SVC_CLICKHOUSE_URL)
       throw new CliError(`cannot open analytics (ClickHouse over HTTP): ${describeError(err)}`);
-    // chdb is an optional dependency (issue 18 point 4): an install without it, or a platform it
+    // chdb is an optional dependency: an install without it, or a platform it
     // does not ship for (musl, Windows), keeps analytics on a ClickHouse server instead.
     throw new CliError(
       `cannot open analytics (embedded chdb): ${describeError(err)}; ` +

@@ -6,7 +6,7 @@ import { ServiceError } from '../lib/errors.js';
 import type { CommandContext, Decider } from './decider.js';
 import { handleCommand } from './handler.js';
 
-// Command handling (issue 2 Build 4): load, decide, append with expected version, opt-in retry.
+// Command handling: load, decide, append with expected version, opt-in retry.
 
 type Cmd = { type: 'Add'; amount: number };
 type Ev = { type: 'Added'; data: { amount: number } };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The one place the environment is read (issue 2, SPEC 8). Every variable is listed here with its
+ * The one place the environment is read (SPEC 8). Every variable is listed here with its
  * default; an invalid value stops start-up with a message naming the variable.
  */
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from './config.js';
 
-// Issue 2: configuration is read once and a bad value stops with a message naming the variable;
+// Configuration is read once and a bad value stops with a message naming the variable;
 // the query settings (SPEC 4.5, 8) are part of it like every other role's.
 
 describe('loadConfig', () => {
@@ -25,7 +25,7 @@ describe('loadConfig', () => {
     expect(String((error as Error).message)).toContain('SVC_QUERY_EXPORT_MAX_ROWS');
   });
 
-  it('chooses the serving heap by roles unless told (issue 6: RSS)', () => {
+  it('chooses the serving heap by roles unless told (RSS)', () => {
     expect(loadConfig({}).SVC_HEAP).toBe('auto');
     expect(loadConfig({ SVC_HEAP: 'lean' }).SVC_HEAP).toBe('lean');
     expect(loadConfig({ SVC_HEAP: 'v8' }).SVC_HEAP).toBe('v8');

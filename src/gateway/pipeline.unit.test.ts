@@ -3,7 +3,7 @@ import { azureCredentials, azureEndpoint, chatRequest } from '../../test/fixture
 import type { AttemptFailure, ProviderAdapter } from '../providers/provider.js';
 import { runAttempts } from './pipeline.js';
 
-// The attempt pipeline (issue 6 item 5; SPEC 2.4, 4.1): a retryable failure uses the shared retry
+// The attempt pipeline (SPEC 2.4, 4.1): a retryable failure uses the shared retry
 // budget, a fallback-eligible one moves on, a terminal one stops; the failed result names the
 // endpoint of the last attempt so usage a failure consumed is priced on that endpoint's card.
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ApiKeyIdentity } from './auth/api-key-cache.js';
 import { type MonthlySpend, type SpendCap, SpendCapCache, type SpendCapSources } from './spend-caps.js';
 
-// The spend-cap cache (issue 13 item 5): verdicts at org, project and key level, the staleness
+// The spend-cap cache: verdicts at org, project and key level, the staleness
 // bound (one refresh), and what a failing refresh keeps (the last known value, failing open when
 // that value cannot say anything about the current month).
 

@@ -7,7 +7,7 @@ import { loadRegistrySnapshot } from '../gateway/registry/load.js';
 import { catchUpRegistry, sharedFactsFrom } from '../projections/registry/queries.js';
 import { type BillingHealthThresholds, type EndpointOutcomes, runBillingHealth } from './billing-health.js';
 
-// Issue 5 item 7 / SPEC 3: an endpoint whose billing failures reach both thresholds leaves rotation
+// SPEC 3: an endpoint whose billing failures reach both thresholds leaves rotation
 // for every tenant; `svc models unquarantine` restores it; action=allow quarantines nothing.
 
 let db: TestDatabase;

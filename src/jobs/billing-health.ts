@@ -69,7 +69,7 @@ export const runBillingHealth = async (deps: {
 };
 
 /**
- * Outcomes from the analytics request rows (issue 11 tables): served requests by lane and model,
+ * Outcomes from the analytics request rows: served requests by lane and model,
  * priced or failed billing, since `sinceMs`; FINAL so a redelivered row counts once.
  */
 export const analyticsOutcomeSource =

@@ -28,7 +28,7 @@ export const jobRunner = (options: {
   let pool: Pool | null = null;
   let lastError: unknown = null;
   const launch = async (): Promise<Runner | null> => {
-    // Our pool, not one graphile-worker makes from a URL (issue 18 point 4, the shutdown crash):
+    // Our pool, not one graphile-worker makes from a URL (the shutdown crash):
     // at stop it removes its own pool's 'error' listeners and then ends that pool without waiting,
     // so a session the server ended in that moment crashed the process. createPool's listeners
     // stay, and stop() waits for the end. One connection for LISTEN and one to work: the role's

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * Secrets at rest (issue 4): AES-256-GCM under SVC_MASTER_KEY, in a self-describing text token
+ * Secrets at rest: AES-256-GCM under SVC_MASTER_KEY, in a self-describing text token
  * `v1.<iv>.<tag>.<ciphertext>` (base64url parts), so a later key or algorithm can be introduced
  * as v2 while v1 rows still decrypt.
  */

@@ -30,7 +30,7 @@ export const ERROR_CATALOGUE = {
   rate_limit_error: { status: 429, primaryType: 'rate_limit_error', altType: 'rate_limit_error' },
   insufficient_funds: { status: 402, primaryType: 'insufficient_quota', altType: 'permission_error' },
   /**
-   * A monthly spend cap of the org, project or API key is reached (issue 13 item 5). 402, not 429:
+   * A monthly spend cap of the org, project or API key is reached. 402, not 429:
    * waiting does not help until the cap is raised or the UTC month turns, and SDKs retry a 429 on
    * their own. The alternate table of SPEC 7.2 has no payment type: permission_error, so 403 there.
    */

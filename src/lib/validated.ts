@@ -1,6 +1,6 @@
 /**
  * What every connection check returns: a value, or the one field at fault and a message that
- * starts with that field's name, so a 400 body tells the caller exactly what to fix (issue 4).
+ * starts with that field's name, so a 400 body tells the caller exactly what to fix.
  * Messages never quote a secret value.
  */
 export type Validated<T> = { ok: true; value: T } | { ok: false; field: string; message: string };

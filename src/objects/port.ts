@@ -1,5 +1,5 @@
 /**
- * Object-store port (ARCHITECTURE.md "Storage and the flow of data"; issue 3 item 3): request
+ * Object-store port (ARCHITECTURE.md "Storage and the flow of data"): request
  * body packs, files and artifacts. Every object belongs to one organization: each method takes the
  * organization id and a key relative to it, and the store files the object under `<orgId>/<key>`,
  * so no key can name another organization's object. Adapters: files under the data dir

@@ -6,7 +6,7 @@ import type { PoolClient } from '../events/postgres/pool.js';
 import type { Projection } from './projection.js';
 import { checkpointOf, ProjectionRunner, rebuildProjection, runBatch } from './runner.js';
 
-// Projection runner (issue 2 "Must show"; STYLE.md rule 5).
+// Projection runner (STYLE.md rule 5).
 
 let db: TestDatabase;
 let store: PostgresEventStore;

@@ -1,5 +1,5 @@
 /**
- * The internal contract of the request path (ARCHITECTURE.md "The request path"; issue 6). Every
+ * The internal contract of the request path (ARCHITECTURE.md "The request path"). Every
  * edge translates its dialect into a CanonicalRequest; every provider adapter translates out of it
  * and back into a CanonicalReply or a stream of CanonicalChunks; the edge renders those in the
  * caller's dialect. The shapes follow the primary dialect's chat-completions wire, which is the

@@ -67,7 +67,7 @@ const providerError = (text: string): { message?: string; code?: string } => {
   }
 };
 
-/** Classifies an upstream status (issue 6: 429 and 5xx retryable; auth and not-found fall forward). */
+/** Classifies an upstream status (SPEC 7.3: 429 and 5xx retryable; auth and not-found fall forward). */
 export const failureFromStatus = async (
   response: UpstreamResponse,
   maxMessageBytes: number,

@@ -7,7 +7,7 @@ import { parseUsd } from '../lib/money.js';
 import { compareWithAnalytics } from './wallet-costs.js';
 
 // `svc ledger replay`'s analytics half on the embedded ClickHouse engine: ledger charges against
-// the cost lines of the same requests, found by the table's shape (issue 10 item 6).
+// the cost lines of the same requests, found by the table's shape.
 
 let dir: string;
 let store: ChdbAnalyticsStore;

@@ -14,7 +14,7 @@ interface CostTable {
 /**
  * The analytics cost-line table, found by shape rather than by name: ingest owns that schema, so a
  * table whose name mentions cost and that has request_id, workspace_id and an amount column is the
- * one (any ClickHouse table written by the ingest consumer of issue 7).
+ * one (any ClickHouse table written by the ingest consumer).
  */
 const findCostTable = async (store: AnalyticsStore): Promise<CostTable | null> => {
   const rows = await store.query<{ table: string; columns: string[] }>(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chooseEntry } from '../../bin/entry.js';
 
-// Issue 18 build 6: bin/svc.js runs the compiled dist/ when it exists and is not older than the
+// Bin/svc.js runs the compiled dist/ when it exists and is not older than the
 // sources, otherwise the TypeScript sources.
 describe('chooseEntry', () => {
   const t = 1_800_000_000_000;

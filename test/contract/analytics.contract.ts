@@ -7,7 +7,7 @@ import { AnalyticsError, type AnalyticsStore } from '../../src/analytics/port.js
 import { uniqueSuffix } from '../helpers/env.js';
 
 /**
- * The analytics contract (issue 3 "Must show"), run against every adapter so the embedded chdb
+ * The analytics contract, run against every adapter so the embedded chdb
  * default and a ClickHouse server answer the same SQL the same way.
  */
 

@@ -11,7 +11,7 @@ import {
 import { DLQ_SUBJECT, InvalidSubjectError, subjects } from '../../src/events/subjects.js';
 
 /**
- * The bus contract (issue 3 "Must show"; SPEC.md sections 3 and 6), run against every adapter so
+ * The bus contract (SPEC.md sections 3 and 6), run against every adapter so
  * the embedded default and JetStream behave the same.
  */
 

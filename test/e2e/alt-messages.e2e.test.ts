@@ -14,7 +14,7 @@ import { connect, envelopesOf, upsertAnthropic, upsertOpenAi } from '../fakes/an
 import { type FakeOpenAI, reply, startFakeOpenAI, toolCalls } from '../fakes/openai-upstream.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 7 "Must show" with the real `@anthropic-ai/sdk` against `svc serve` at <gateway>/alt
+// SPEC 4.2 with the real `@anthropic-ai/sdk` against `svc serve` at <gateway>/alt
 // (SPEC 4.2, 7.2, 7.4, 9.1-9.2): the messages-style provider and an OpenAI upstream behind one edge.
 
 const TENANT_KEY = 'sk-ant-tenant-byok';

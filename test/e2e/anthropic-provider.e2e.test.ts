@@ -19,7 +19,7 @@ import {
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 7 "Must show" through the real `openai` SDK to the messages-style provider (SPEC 4.1 rules
+// Through the real `openai` SDK to the messages-style provider (SPEC 4.1 rules
 // 5-8), stream failures priced from what was observed, and cost parity of buffered and streamed.
 
 const TENANT_KEY = 'sk-ant-tenant-byok';

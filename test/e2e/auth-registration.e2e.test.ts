@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Browser } from '../fakes/oidc-provider-browser.js';
 import { type OidcSvc, startOidcSvc, oidcUser as user } from '../fakes/oidc-provider-svc.js';
 
-// Issue 12: users resolved or created per registration policy (invite-only, registration code with
+// Users resolved or created per registration policy (invite-only, registration code with
 // limited uses, open), the registration status routes (never an e-mail or a digest), and the audit
 // events of sign-in and registration.
 

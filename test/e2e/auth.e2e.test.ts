@@ -4,7 +4,7 @@ import { hashSecret } from '../../src/lib/crypto.js';
 import { Browser } from '../fakes/oidc-provider-browser.js';
 import { callbackUrlOf, type OidcSvc, startOidcSvc, oidcUser as user } from '../fakes/oidc-provider-svc.js';
 
-// Issue 12 "Must show": OIDC sign-in against a real OpenID provider run in-process, driven over
+// OIDC sign-in against a real OpenID provider run in-process, driven over
 // plain HTTP with a cookie jar through a running `svc serve`: the state cookie, PKCE, redirects.
 
 let svc: OidcSvc;

@@ -7,7 +7,7 @@ import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helper
 import { completedEnvelope } from '../helpers/request-envelopes.js';
 import { selfSignedCertificate } from '../helpers/test-tls.js';
 
-// Issue 9 embeddings and responses with the real `openai` SDK against `svc serve` and a fake Azure
+// Azure embeddings and responses with the real `openai` SDK against `svc serve` and a fake Azure
 // resource: the deployment path, api-key and api-version, the catalog model name echoed, fallback
 // from a connection_not_configured candidate to the next one, and responses on the resource host's
 // v1 surface (SPEC 4.1 rule 4, 4.7). That surface is always https://{resource}.{domain}, whatever the

@@ -7,7 +7,7 @@ import { type FakeAzure, startFakeAzure } from '../fakes/azure-openai.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { runSvc } from '../helpers/svc-process.js';
 
-// Issue 9 with the real `openai` SDK against `svc serve` and a fake Azure resource: chat through a
+// Azure OpenAI (SPEC 4.7) with the real `openai` SDK against `svc serve` and a fake Azure resource: chat through a
 // deployment (buffered, streamed), fallback from a connection_not_configured candidate, and
 // deployment discovery over HTTP and the CLI (SPEC 4.6, 4.7).
 

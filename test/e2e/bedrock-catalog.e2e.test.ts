@@ -8,7 +8,7 @@ import { foundationModel, inferenceProfile } from '../fakes/bedrock-runtime-cont
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { runSvc } from '../helpers/svc-process.js';
 
-// Issue 8 Build 7 / Must show: `svc catalog collect bedrock` against a fake control-plane listing
+// `svc catalog collect bedrock` against a fake control-plane listing
 // (SigV4 verified by the fake), the SPEC 4.7 row rules, and an output the registry imports as is.
 
 const listing = {

@@ -5,7 +5,7 @@ import { type BedrockGateway, startBedrockGateway } from '../fakes/bedrock-runti
 import { eventually } from '../helpers/gateway-env.js';
 import { completedEnvelope } from '../helpers/request-envelopes.js';
 
-// Issue 8 item 6 through `svc serve` with the real `openai` SDK: Titan text embeddings through the
+// SPEC 4.1 rule 4 through `svc serve` with the real `openai` SDK: Titan text embeddings through the
 // runtime's invoke operation, one SigV4-signed call per input, terminal once a call completed
 // (SPEC 4.1 rule 4, 4.7). The fake verifies every signature independently.
 

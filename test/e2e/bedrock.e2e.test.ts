@@ -6,7 +6,7 @@ import { reply } from '../fakes/bedrock-runtime.js';
 import { type BedrockGateway, MODEL_A, startBedrockGateway } from '../fakes/bedrock-runtime-env.js';
 import { eventually } from '../helpers/gateway-env.js';
 
-// Issue 8 through `svc serve` with the real `openai` SDK and the fake managed runtime, which
+// The managed runtime (SPEC 4.7) through `svc serve` with the real `openai` SDK and the fake managed runtime, which
 // verifies every SigV4 signature independently (SPEC 4.7, 5, 7.5).
 
 let env: BedrockGateway;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeAzure, startFakeAzure } from '../fakes/azure-openai.js';
 import { runSvc } from '../helpers/svc-process.js';
 
-// `svc catalog collect azure --context-length` (issue 9 item 3; SPEC 2.8, 4.7): the stated context
+// `svc catalog collect azure --context-length` (SPEC 2.8, 4.7): the stated context
 // length lands in the catalog's context_length column; a value that is not a positive integer is
 // refused before any deployment is probed.
 

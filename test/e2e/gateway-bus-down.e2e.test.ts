@@ -8,7 +8,7 @@ import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { privateNats } from '../helpers/nats-server.js';
 
-// Issue 6 "Must show": stop the bus, serve 100 requests, restart the bus, and find 100 envelopes
+// Stop the bus, serve 100 requests, restart the bus, and find 100 envelopes
 // delivered with none lost or duplicated (ARCHITECTURE.md: spool to a local file, drain later).
 
 let fake: FakeOpenAI;

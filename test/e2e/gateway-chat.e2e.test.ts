@@ -14,7 +14,7 @@ import {
 } from '../fakes/openai-upstream.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 6 "Must show" with the real `openai` SDK against `svc serve` and the fake upstream
+// SPEC 4.1 with the real `openai` SDK against `svc serve` and the fake upstream
 // (SPEC 4.1 rules 1-5, 7.1, 7.3, 7.4).
 
 let fake: FakeOpenAI;
@@ -474,7 +474,7 @@ describe('streams that fail after the first byte', () => {
   });
 });
 
-describe('GET /v1/models (issue 5 item 6)', () => {
+describe('GET /v1/models (SPEC 4.1)', () => {
   it('lists exactly the visible endpoints: canonical ids and provider-pinned ids, not disabled ones', async () => {
     const ids: string[] = [];
     for await (const m of client.models.list()) {
@@ -540,7 +540,7 @@ describe('selection and policy', () => {
   });
 });
 
-describe('request.completed (issue 6 item 8)', () => {
+describe('request.completed (SPEC 2.5, 6)', () => {
   it('one envelope per request on svc.requests.<org>.<request>, message id = request id, priced exactly', async () => {
     const { PostgresBus } = await import('../../src/events/postgres/bus.js');
     const { requestCompletedSchema } = await import('../../src/events/envelopes/request-completed.js');

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 6 item 7 / SPEC 7.4: per-API-key gateway rate limits answer 429 with Retry-After in whole
+// SPEC 7.4: per-API-key gateway rate limits answer 429 with Retry-After in whole
 // seconds (at least 1), after the request id was assigned, and make no upstream call.
 
 let fake: FakeOpenAI;

@@ -8,7 +8,7 @@ import { type Scenario, scenario, sharedChdb, waitFor } from '../fixtures/ingest
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { runSvc } from '../helpers/svc-process.js';
 
-// Issue 11 item 4: `svc dlq list` shows the ingest consumer's dead letters and `svc dlq replay`
+// `svc dlq list` shows the ingest consumer's dead letters and `svc dlq replay`
 // republishes their payloads onto svc.requests.<org_id>.<request_id> (embedded default bus).
 
 let db: TestDatabase;

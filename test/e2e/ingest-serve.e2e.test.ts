@@ -7,7 +7,7 @@ import { readStoredBody } from '../../src/projections/ingest/pack.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 11: the ingest role inside `svc serve` (all roles, embedded default: Postgres bus + chdb).
+// The ingest role inside `svc serve` (all roles, embedded default: Postgres bus + chdb).
 // A request served by the gateway becomes a request row with its cost lines and, under full
 // tracing, body frames in a pack; /metrics shows the write and /healthz the ingest consumer.
 

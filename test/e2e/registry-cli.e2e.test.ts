@@ -7,7 +7,7 @@ import { RATES_COLUMNS } from '../../src/commands/registry/rates.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { runSvc } from '../helpers/svc-process.js';
 
-// Issue 5 Build 1-2 through the real binary: `svc registry import|upsert|approve|list`, --json,
+// SPEC 2.8, 4.7 through the real binary: `svc registry import|upsert|approve|list`, --json,
 // one-line refusals with exit code 1.
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/registry/', import.meta.url));

@@ -6,7 +6,7 @@ import { type FakeClickHouse, startFakeClickHouse } from '../fakes/clickhouse-ht
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { type ServeProcess, startServe } from '../helpers/svc-process.js';
 
-// Issue 3 item 4: with URLs set, `svc serve` uses the scale-out adapters (PostgreSQL server,
+// With URLs set, `svc serve` uses the scale-out adapters (PostgreSQL server,
 // ClickHouse over HTTP) and /healthz reports each; a dependency going down turns it 503.
 
 let db: TestDatabase;

@@ -8,7 +8,7 @@ import { PostgresEventStore } from '../../src/events/postgres/event-store.js';
 import { createPool } from '../../src/events/postgres/pool.js';
 import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js';
 
-// Issue 2 "Must show": `npm start` on the embedded default serves /healthz and /metrics within 60 s,
+// `npm start` on the embedded default serves /healthz and /metrics within 60 s,
 // data survives a restart, gRPC HealthService.Ping answers, and bad input exits 1 with one line.
 
 let dataDir: string;

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { leftoversAfter, leftoversUnder } from '../helpers/leftovers.js';
 import { runSvc, SVC_BIN } from '../helpers/svc-process.js';
 
-// Issue 18 build 5 (signals and clean shutdown) and issue 20 ("no embedded PostgreSQL outlives its
+// Signals and clean shutdown ("no embedded PostgreSQL outlives its
 // service"): `svc serve` and `npm start` stop on SIGTERM and SIGINT with the embedded PostgreSQL
 // stopped and no process left; a second signal forces the exit without leaving PostgreSQL; a
 // restarted service stops the server it adopted from a killed one. One data dir serves every case,
@@ -189,7 +189,7 @@ describe('svc serve on SIGTERM and SIGINT', () => {
   }, 60_000);
 });
 
-describe('an adopted embedded PostgreSQL (issue 20)', () => {
+describe('an adopted embedded PostgreSQL', () => {
   it('a service restarted after kill -9 stops the server it adopted', async () => {
     const first = await serve(started);
     first.child.kill('SIGKILL');

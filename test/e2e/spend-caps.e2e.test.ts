@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 13 item 5: monthly spend caps set through the control plane (HTTP route and `svc
+// Monthly spend caps set through the control plane (HTTP route and `svc
 // spend-caps`), checked by the gateway of a running `svc serve` against the QueryService
 // MonthlyUsageSnapshot of the same process. A key over its cap is refused in the caller's envelope
 // on both edges, the fake upstream sees no call, and the refusals are recorded like other refusals.

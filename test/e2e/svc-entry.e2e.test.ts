@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-// Issue 18 build 6: the real bin/svc.js, copied into a small tree whose dist/ and src/ entries only
+// The real bin/svc.js, copied into a small tree whose dist/ and src/ entries only
 // say which of them ran, picks the compiled build when it is fresh and the sources otherwise, with
 // no environment variable.
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakePaymentApi, startFakePaymentApi } from '../fakes/payment-api.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 10 "Must show" for payments against a running `svc serve` and the fake payment API:
+// Payments (SPEC 3) against a running `svc serve` and the fake payment API:
 // top-ups, webhook deliveries signed by the stripe SDK (valid, forged, replayed, duplicate), grant
 // and refund idempotency, the ledger CSV, auto-refill settings and the audit events (SPEC 3, 4.6, 6).
 

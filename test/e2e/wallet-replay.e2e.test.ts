@@ -13,7 +13,7 @@ import { makeControlPlane } from '../../src/roles/control-plane.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { runSvc } from '../helpers/svc-process.js';
 
-// Issue 10 "Must show": 10,000 mixed money events replayed give exactly the read-model balance,
+// 10,000 mixed money events replayed give exactly the read-model balance,
 // and a corrupted read-model row is reported by `svc ledger replay` with exit code 1.
 
 const EVENTS = 10_000;

@@ -8,7 +8,7 @@ import { AnalyticsError, parseClickHouseException } from '../../src/analytics/po
 
 /**
  * A minimal ClickHouse HTTP interface backed by chdb, for testing the HTTP adapter end to end: no
- * modern ClickHouse server can be installed on this machine (issue 3). It speaks what
+ * modern ClickHouse server can be installed on this machine. It speaks what
  * @clickhouse/client sends: `/ping`; GET or POST with the query in the `query` URL parameter and/or
  * the body (or a multipart form); `param_<name>` values handed to the engine exactly as received;
  * `database`, `default_format`, `query_id` and any other parameter as a per-request setting;

@@ -1,5 +1,5 @@
 /**
- * A small seeded mutator of JSON request bodies for the edge fuzz (issue 20 "Done when"): start
+ * A small seeded mutator of JSON request bodies for the edge fuzz: start
  * from a valid body of a route, apply a few structural mutations (drop, retype, nest, poison a
  * string, strange numbers, truncate), and serialize. Deterministic for a seed, so a failing body
  * is reproduced by its route, seed and index alone.

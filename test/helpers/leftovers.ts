@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
- * Processes a test left behind under a data dir (issue 18 build 5: "no process left behind"),
+ * Processes a test left behind under a data dir ("no process left behind"),
  * found in /proc rather than through the code under test: an embedded PostgreSQL is any process
  * whose working directory or `-D` argument lies under the dir (the postmaster and every backend
  * work in their cluster dir), a `svc` is a process with SVC_DATA_DIR=<dir> in its environment. The

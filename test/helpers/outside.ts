@@ -2,7 +2,7 @@ import { connect as netConnect } from 'node:net';
 import type { GatewayEnv } from './gateway-env.js';
 
 /**
- * Driving a running `svc serve` from outside, for the security tests (issue 20): plain HTTP with a
+ * Driving a running `svc serve` from outside, for the security tests: plain HTTP with a
  * bearer, request rows through the query API, wallet state through the wallet route. Nothing here
  * imports `src/`, so the tests survive a restructuring of the service's folders.
  */

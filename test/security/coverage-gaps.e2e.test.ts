@@ -4,7 +4,7 @@ import { type FakePaymentApi, startFakePaymentApi } from '../fakes/payment-api.j
 import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { call, missingRows, requestRow, sleep, walletOf } from '../helpers/outside.js';
 
-// Issue 20 finding 11 (SPEC audit): guarantees that hold today but that no test pinned (so a
+// Guarantees that hold today but that no test pinned (so a
 // regression would be silent), and one that does not hold.
 // - SPEC 1.10: full payload capture switched by organization, project and API-key configuration
 //   (PATCH .../tracing): on captures bodies, off stops capture. Passes today: a regression guard.

@@ -44,7 +44,7 @@ const pinNativeLibrary = (): void => {
   try {
     chdbEntry = nodeRequire.resolve('chdb');
   } catch (err) {
-    // chdb is an optional dependency (issue 18 point 4); Node's own message runs over several
+    // chdb is an optional dependency; Node's own message runs over several
     // lines with a require stack. A missing platform binding is chdb's own one-line error.
     if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
     throw new AnalyticsError('unavailable', 'chdb is not installed', { retryable: false, cause: err });

@@ -15,7 +15,7 @@ const positiveInteger = (value: string, flag: string): number => {
   return Number(value);
 };
 
-/** `svc registration invite create` and `svc registration code create` (issue 12). */
+/** `svc registration invite create` and `svc registration code create`. */
 export const registerAuthCommands = (program: Command): void => {
   const registration = program
     .command('registration')

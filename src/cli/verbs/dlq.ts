@@ -17,7 +17,7 @@ import { openDatabase, readConfig } from '../runtime.js';
 import { openBus } from '../storage.js';
 
 /**
- * `svc dlq list` and `svc dlq replay` (issue 11 item 4): the dead letters of svc.dlq.requests, kept
+ * `svc dlq list` and `svc dlq replay`: the dead letters of svc.dlq.requests, kept
  * 30 days (SPEC 8). A dead letter with reason audit_emit has its row committed and its audit event
  * pending; replaying it is how the audit record is restored (SPEC 6).
  */

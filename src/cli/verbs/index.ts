@@ -4,7 +4,7 @@ import type { Command } from 'commander';
  * Every command module, with the top-level command names it registers. `svc <name>` loads only
  * the module that owns <name>, so `svc serve` does not load the wallet's payment client, the
  * catalog collectors or the job runner only to leave them unused (about 20 MB of a gateway's
- * start-up RSS, issue 6); anything else (`svc --help`, a typo) loads them all.
+ * start-up RSS); anything else (`svc --help`, a typo) loads them all.
  * `index.unit.test.ts` holds each entry to what its module really registers.
  */
 export const COMMAND_MODULES: readonly {

@@ -5,7 +5,7 @@ import { COMMAND_MODULES, registerCommands } from './index.js';
 const names = (program: Command) => program.commands.map((c) => c.name()).sort();
 const everyName = COMMAND_MODULES.flatMap((m) => m.names).sort();
 
-describe('svc command table (lazy loading, issue 6)', () => {
+describe('svc command table (lazy loading)', () => {
   it('names exactly the top-level commands each module registers', async () => {
     for (const m of COMMAND_MODULES) {
       const program = new Command();

@@ -63,7 +63,7 @@ class StopRequested extends Error {
 const REPEAT_WINDOW_MS = 500;
 
 /**
- * SIGTERM and SIGINT (issue 18 build 5). Installed before start-up begins: a signal then aborts
+ * SIGTERM and SIGINT. Installed before start-up begins: a signal then aborts
  * start-up, which closes what it opened, instead of killing a process whose embedded PostgreSQL
  * would live on. Once running, the first signal stops the service gracefully within
  * SVC_SHUTDOWN_TIMEOUT_MS; a second signal, or the timeout, exits at once. Either exit still

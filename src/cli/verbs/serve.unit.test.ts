@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { LEAN_HEAP_FLAGS, leanHeap } from './serve.js';
 
-// Issue 6 (RSS under 150 MB): a gateway-only process bounds its heap growth; a process that also
+// RSS under 150 MB: a gateway-only process bounds its heap growth; a process that also
 // ingests keeps V8's heuristics under `auto`, where the bound cost throughput.
 describe('SVC_HEAP', () => {
   it('is lean for a gateway under auto, and not once a data role runs', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, describeConfig, loadConfig } from '../../config/config.js';
 
-// The auth variables of issue 12: SVC_OIDC_PROVIDERS, SVC_REGISTRATION_POLICY and the lifetimes.
+// The auth variables (SPEC 5, 8): SVC_OIDC_PROVIDERS, SVC_REGISTRATION_POLICY and the lifetimes.
 
 const provider = {
   issuer: 'https://idp.example.com',

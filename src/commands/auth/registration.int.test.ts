@@ -5,7 +5,7 @@ import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
 import { makeAuth } from '../../roles/auth.js';
 
-// Registration codes under concurrent sign-ins (issue 12): the uses are never exceeded, because
+// Registration codes under concurrent sign-ins: the uses are never exceeded, because
 // each redemption appends with its expected version and re-decides after a conflict.
 
 let db: TestDatabase;

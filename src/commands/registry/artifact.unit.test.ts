@@ -6,7 +6,7 @@ import { formatRefusal } from './csv.js';
 import type { Artifact } from './events.js';
 import { RATES_COLUMNS } from './rates.js';
 
-// Issue 5 Build 1 and "Must show": import refusals quote FILE:LINE:COLUMN.
+// Import refusals quote FILE:LINE:COLUMN.
 
 const fixture = (name: string) =>
   readFileSync(new URL(`../../../test/fixtures/registry/${name}`, import.meta.url), 'utf8');

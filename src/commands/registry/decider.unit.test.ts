@@ -8,7 +8,7 @@ import { formatRefusal } from './csv.js';
 import { registryDecider } from './decider.js';
 import type { Artifact, RegistryCommand, RegistryEvent, SharedModelFact } from './events.js';
 
-// Issue 5 "Must show": idempotent re-import writes zero events; retirement, approval flags and the
+// Idempotent re-import writes zero events; retirement, approval flags and the
 // shared-capability refusal each have their own test. Given events, when a command, then events.
 
 const fixture = (name: string) =>

@@ -4,7 +4,7 @@ import { centsOf, checkTopUpAmount, usdOfCents } from './amounts.js';
 import { walletDecider } from './decider.js';
 import type { WalletCommand, WalletEvent } from './events.js';
 
-// The wallet decider, given/when/then (STYLE.md rules 1, 10; issue 10 Build 1).
+// The wallet decider, given/when/then (STYLE.md rules 1, 10).
 
 const given = (history: WalletEvent[]) => ({
   when: (cmd: WalletCommand) => walletDecider.decide(cmd, fold(walletDecider, history)),

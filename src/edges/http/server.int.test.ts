@@ -5,7 +5,7 @@ import { HealthRegistry } from '../../lib/health.js';
 import type { Role } from '../../roles/role.js';
 import { createHttpServer } from './server.js';
 
-// Issue 2 Build 7: /healthz reports each dependency (503 when one is down); graceful shutdown
+// /healthz reports each dependency (503 when one is down); graceful shutdown
 // stops accepting and drains in-flight requests.
 
 const silent = pino({ level: 'silent' });
@@ -89,7 +89,7 @@ describe('http server', () => {
   });
 });
 
-describe('requests without a body (issue 18 build 8)', () => {
+describe('requests without a body', () => {
   const echoRole: Role = {
     name: 'gateway',
     http: (app) => {

@@ -6,7 +6,7 @@ import { Spool, type SpoolRecord, spoolPath } from './spool.js';
 export { buildBodyRef } from './body.js';
 
 /**
- * Durable publication of request.completed (ARCHITECTURE.md "The request path", issue 6 item 8).
+ * Durable publication of request.completed (ARCHITECTURE.md "The request path").
  * `record` returns at once; the record goes to the bus in the background, body chunks first and the
  * envelope last under message id = request id. Records are micro-batched: whatever was recorded
  * within `lingerMs` (or `maxBatchRecords` of it) goes out in one `publishMany`, so a gateway makes

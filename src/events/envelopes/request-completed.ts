@@ -8,7 +8,7 @@ import {
 } from '../../pricing/types.js';
 
 /**
- * The request.completed envelope (SPEC 2.5, 6; issue 6 item 8): one JSON message per served or
+ * The request.completed envelope (SPEC 2.5, 6): one JSON message per served or
  * failed gateway request on `svc.requests.<org_id>.<request_id>`, bus message id = request_id.
  * The gateway produces it; the ingest consumer parses it with `requestCompletedSchema` (STYLE 3).
  *

@@ -105,7 +105,7 @@ export class NatsBus implements Bus {
         maxReconnectAttempts: -1,
         reconnectTimeWait: 1_000,
         // Otherwise every publish builds two Error objects (a stack for a timeout that rarely
-        // comes): about 5 % of a gateway's CPU per request record (issue 6). A timeout is still
+        // comes): about 5 % of a gateway's CPU per request record. A timeout is still
         // reported, as a BusUnavailableError naming the operation.
         noAsyncTraces: true,
       });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 
 /**
- * Who stops the embedded PostgreSQL, and when (issue 18 build 5, issue 20: "no embedded PostgreSQL
+ * Who stops the embedded PostgreSQL, and when ("no embedded PostgreSQL
  * outlives its service").
  *
  * The state file names one process answerable for stopping the server (`ownerPid`). A process that

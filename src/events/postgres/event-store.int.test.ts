@@ -9,7 +9,7 @@ import {
 } from '../event-store.js';
 import { PostgresEventStore } from './event-store.js';
 
-// Event store contract (issue 2 "Must show"; ARCHITECTURE.md "The event store").
+// Event store contract (ARCHITECTURE.md "The event store").
 
 let db: TestDatabase;
 let store: PostgresEventStore;

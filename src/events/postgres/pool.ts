@@ -22,7 +22,7 @@ export const createPool = (
   });
   // An idle client losing its connection must not crash the process; the next checkout reconnects.
   pool.on('error', ignore);
-  // Nor may a checked-out one (issue 18 point 4): pg-pool listens only while a client is idle, and
+  // Nor may a checked-out one: pg-pool listens only while a client is idle, and
   // a server ending the session between two queries emits 'error' on the client. pg fails that
   // client's next query, and pg-pool drops a client that is no longer queryable when it is
   // released. graphile-worker looks for this 'connect' listener on a pool it is given.

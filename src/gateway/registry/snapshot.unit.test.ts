@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RateCardInput } from '../../pricing/index.js';
 import { buildRegistrySnapshot, type EndpointRecord } from './snapshot.js';
 
-// Issue 5 Build 5: only enabled, priced, non-retired, non-quarantined endpoints are routable.
+// Only enabled, priced, non-retired, non-quarantined endpoints are routable.
 
 const endpoint = (lane: string, model: string, over: Partial<EndpointRecord> = {}): EndpointRecord => ({
   lane,

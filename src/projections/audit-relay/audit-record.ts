@@ -33,7 +33,7 @@ const TARGETS: Record<string, string> = {
   wallet: 'wallet',
 };
 
-/** Categories whose changes the auth service makes (issue 12); every other one is the control plane's. */
+/** Categories whose changes the auth service makes; every other one is the control plane's. */
 const AUTH_SOURCE: ReadonlySet<string> = new Set(AUTH_CATEGORIES);
 
 /** Event type -> action; the past-tense type names the change already, dotted for the audit log. */

@@ -8,7 +8,7 @@ import type { Projection } from '../projection.js';
 import { auditRecordOf, isAuditedEvent } from './audit-record.js';
 
 /**
- * Relays every control-plane change to `svc.audit.events.<workspace_id>` (issue 4 item 6). It runs
+ * Relays every control-plane change to `svc.audit.events.<workspace_id>`. It runs
  * as a projection so its checkpoint moves only after the bus acknowledged the batch; a crash in
  * between republishes with the same message ids, which the bus drops as duplicates.
  */

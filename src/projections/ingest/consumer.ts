@@ -17,7 +17,7 @@ import { sweepHolding } from './sweep.js';
 export { INGEST_CONSUMER, type IngestConsumerOptions, type IngestStats } from './options.js';
 
 /**
- * The ingest consumer (issue 11; SPEC 3 "bus message (requests)", SPEC 6): a durable consumer of
+ * The ingest consumer (SPEC 3 "bus message (requests)", SPEC 6): a durable consumer of
  * `svc.requests.>` that holds envelopes until their chunks are in, flushes them in batches through
  * `flushBatch`, and acks a request (its envelope and chunks) only after its body pack, rows and
  * audit event are durable and `onRequestLogged` returned. A failed request is left unacked, so the

@@ -6,7 +6,7 @@ import { DLQ_SUBJECT, prefixed, subjects } from '../../events/subjects.js';
 import { parseRequestSubject } from './decode.js';
 
 /**
- * Reading and replaying `svc.dlq.requests` (SPEC 6, 8; issue 11 item 4). The bus port only
+ * Reading and replaying `svc.dlq.requests` (SPEC 6, 8). The bus port only
  * consumes, and consuming would settle what an operator only wants to see, so each adapter's
  * retained dead letters are read where they are kept: the Postgres bus table, or the JetStream
  * stream through an ordered (ephemeral, ack-less) consumer. Listing never changes them; they age

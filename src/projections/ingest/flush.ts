@@ -16,7 +16,7 @@ import { type RetryPolicy, settleAll, withRetries } from './retry.js';
 import { costLineRows, requestRow, type StoredBodies, usageLineRows, type WriteStamp } from './rows.js';
 
 /**
- * One flush (issue 11 item 2): bodies packed, rows inserted, rows read back, audit events emitted,
+ * One flush: bodies packed, rows inserted, rows read back, audit events emitted,
  * the settle hook run, in that order, each step only for the requests that passed the one before.
  * Returns what happened to every request; acking and dead-lettering are the consumer's.
  */

@@ -11,7 +11,7 @@ import { ChdbAnalyticsStore } from '../../analytics/chdb/store.js';
 import { RequestRecordPublisher } from '../../events/envelopes/publish.js';
 import { PostgresBus } from '../../events/postgres/bus.js';
 
-// Issue 11 "Must show": the consumer killed mid-batch (SIGKILL right after a batch's rows were
+// The consumer killed mid-batch (SIGKILL right after a batch's rows were
 // inserted, before read-back, audit or ack) and restarted loses no row and duplicates none after
 // dedupe. The consumers run as child processes; this process opens the chdb folder only after
 // both have exited, since chdb binds one data folder per process.

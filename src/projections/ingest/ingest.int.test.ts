@@ -31,7 +31,7 @@ import { type DeadLetterSource, natsDeadLetters, postgresDeadLetters, replayDead
 import { readStoredBody } from './pack.js';
 import type { StoredBody } from './rows.js';
 
-// Issue 11 "Must show": fault tests with a real bus (the Postgres table bus and JetStream on a
+// Fault tests with a real bus (the Postgres table bus and JetStream on a
 // private nats-server) and the chdb engine. Every scenario has its own subject tree, consumer,
 // ClickHouse database and object root; svc_ingest_clickhouse_suppressed_writes_total stays 0.
 

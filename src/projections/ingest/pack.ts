@@ -4,7 +4,7 @@ import type { ObjectStore } from '../../objects/port.js';
 import type { StoredBody } from './rows.js';
 
 /**
- * Body packs (issue 11 item 2): the bodies of one flush for one organization, appended as frames
+ * Body packs: the bodies of one flush for one organization, appended as frames
  * into one object under that organization's prefix. The object store replaces whole objects, so a
  * pack is written once, complete, and never appended to afterwards; each frame's payload is then
  * addressable by its exact byte range, and the row that references it carries the byte count and

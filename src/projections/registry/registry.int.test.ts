@@ -16,7 +16,7 @@ import { ProjectionRunner, rebuildProjection } from '../runner.js';
 import { registryProjection } from './projection.js';
 import { listEndpoints, sharedFactsFrom } from './queries.js';
 
-// Issue 5 Build 1, 2, 5: import handler -> event store -> registry projection -> gateway snapshot,
+// Import handler -> event store -> registry projection -> gateway snapshot,
 // which sees each change within 1 s.
 
 const fixture = (name: string) =>

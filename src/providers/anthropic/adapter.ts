@@ -167,7 +167,7 @@ const countTokens = async (request: CanonicalRequest, target: AttemptTarget): Pr
 };
 
 /**
- * The messages-style adapter (SPEC 4.1 rules 6-7, 4.2 rule 8; issue 7): tenant BYOK credentials as
+ * The messages-style adapter (SPEC 4.1 rules 6-7, 4.2 rule 8): tenant BYOK credentials as
  * x-api-key, our own anthropic-version, the caller's anthropic-beta forwarded verbatim only here.
  */
 export const anthropicAdapter: ProviderAdapter = {

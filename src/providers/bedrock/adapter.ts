@@ -12,7 +12,7 @@ import { converseChunks } from './stream.js';
 import { translateChat } from './translate.js';
 
 /**
- * The managed-runtime adapter (SPEC 4.7; issue 8): chat completions through Converse and
+ * The managed-runtime adapter (SPEC 4.7): chat completions through Converse and
  * ConverseStream, SigV4-signed with the connection's access key pair.
  */
 

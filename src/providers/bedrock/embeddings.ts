@@ -9,7 +9,7 @@ import {
 import type { ManagedRuntimeAdapter } from './origin.js';
 
 /**
- * Text embeddings on the managed runtime (SPEC 4.1 rule 4; issue 8 item 6): the text-embedding
+ * Text embeddings on the managed runtime (SPEC 4.1 rule 4): the text-embedding
  * family through the invoke operation, one call per input. The first call runs alone and fails like
  * any attempt (retry and fallback apply); once a call has completed the outcome is terminal: a later
  * failure is not replayed anywhere, and the usage of every call that succeeded is charged once.

@@ -13,7 +13,7 @@ export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 /**
  * The base URL of an OpenAI-compatible upstream: the connection's origin override, else the lane's
- * catalog base_url, else the public API. A bare origin means origin + /v1 (issue 6 item 6).
+ * catalog base_url, else the public API. A bare origin means origin + /v1.
  */
 export const openAiBaseUrl = (connectionBaseUrl: string | null, laneBaseUrl: string | null): string => {
   const chosen = connectionBaseUrl ?? laneBaseUrl ?? OPENAI_DEFAULT_BASE_URL;
