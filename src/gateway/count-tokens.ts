@@ -35,7 +35,7 @@ export const countTokens = async (
   const { canonical } = input;
   const endpoint = candidates[0]!;
   const adapter = deps.adapters.get(endpoint.adapter);
-  const credentials = scope.tenancy.credentials(input.key.projectId, endpoint.adapter);
+  const credentials = scope.tenancy.credentials(input.key.projectId, endpoint);
   if (!adapter?.countTokens || !credentials) return answerCount(scope, estimateTokens(canonical));
 
   // One attempt on that endpoint, no retry and no fallback: its timeout is the whole budget.

@@ -46,7 +46,7 @@ export const holdEscrow = async (
     canonical.operation === 'embeddings' ? embeddingsPromptTokens(canonical.raw.input) : 0;
   let hold: Usd | null = null;
   for (const e of candidates) {
-    if (tenancy.credentials(key.projectId, e.adapter)?.funding !== 'wallet') continue;
+    if (tenancy.credentials(key.projectId, e)?.funding !== 'wallet') continue;
     const estimate = escrowEstimate(
       registry.cardAt(e, startedAt.getTime()),
       shapeOf(scope, e, embeddingsPrompt),

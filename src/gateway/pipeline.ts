@@ -106,7 +106,11 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
   const record = (endpoint: RegistryEndpoint, started: number, failure: AttemptFailure | null) => {
     lastEndpoint = endpoint;
     attempts.push({
-      source: `${endpoint.lane}/${endpoint.model}`,
+      // As the selector names it: `lane/model`, or `lane:connection/model` for a named connection.
+      source:
+        endpoint.connection === undefined
+          ? `${endpoint.lane}/${endpoint.model}`
+          : `${endpoint.lane}:${endpoint.connection}/${endpoint.model}`,
       kind: failure?.kind ?? null,
       status_code: failure?.status_code ?? null,
       message: failure?.message ?? null,
@@ -127,7 +131,7 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
       record(endpoint, Date.now(), {
         kind: adapter ? 'MissingProviderKey' : 'Internal',
         message: adapter
-          ? `no ${endpoint.adapter} credential: neither a project connection named primary nor a platform key`
+          ? `no credential for lane ${endpoint.lane} (${endpoint.adapter}): neither a project connection named primary nor a platform key`
           : `the ${endpoint.adapter} adapter is not available in this build`,
         retryable: false,
         fallback: true,

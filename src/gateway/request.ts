@@ -42,6 +42,7 @@ export async function serveRequest(deps: GatewayDeps, input: GatewayRequest): Pr
     capability: policy.capability,
     disallow: scope.tenancy.org(key.orgId)?.disallow ?? new Set(),
     operation: policy.describe,
+    hasConnection: (endpoint, name) => scope.tenancy.hasConnection(key.projectId, endpoint, name),
     atMs: scope.startedAt.getTime(),
   });
   if (!selected.ok) return scope.fail(selected.error);

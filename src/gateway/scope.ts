@@ -232,7 +232,7 @@ export class RequestScope {
       candidates,
       {
         adapters: deps.adapters,
-        credentials: (endpoint) => tenancy.credentials(key.projectId, endpoint.adapter),
+        credentials: (endpoint) => tenancy.credentials(key.projectId, endpoint),
         limits: deps.limits,
         onAttempt: deps.onAttempt,
       },
@@ -256,7 +256,7 @@ export class RequestScope {
       const consumed = result.failures.at(-1)?.consumed;
       const endpoint = result.lastEndpoint;
       if (consumed && endpoint) {
-        completed.funding = tenancy.credentials(key.projectId, endpoint.adapter)?.funding ?? null;
+        completed.funding = tenancy.credentials(key.projectId, endpoint)?.funding ?? null;
         this.price(endpoint, pricing, consumed, undefined);
       }
     }

@@ -8,6 +8,40 @@ export const AUTO_MODEL = 'svc/auto';
 
 export type SelectResult = { ok: true; candidates: RegistryEndpoint[] } | { ok: false; error: ServiceError };
 
+/**
+ * One entry of a selector's fallback list: `svc/auto`; a model id or `lane/model` (SPEC 4.1 rule 1),
+ * read by the registry; or `lane:connection/model`, the model on that lane through the project's
+ * connection of that name (SPEC 5: names other than primary are routed only when a selector names
+ * them). Lane names hold no ':' and connection names no '/' or ':', so the first '/' ends the prefix
+ * and the first ':' in it ends the lane; the model id after it may hold either.
+ */
+export type SelectorPart =
+  | { kind: 'auto' }
+  | { kind: 'model'; text: string }
+  | { kind: 'connection'; text: string; lane: string; connection: string; model: string };
+
+export const parseSelectorPart = (text: string): SelectorPart => {
+  if (text === AUTO_MODEL) return { kind: 'auto' };
+  const slash = text.indexOf('/');
+  const colon = slash > 0 ? text.slice(0, slash).indexOf(':') : -1;
+  if (colon < 0) return { kind: 'model', text };
+  return {
+    kind: 'connection',
+    text,
+    lane: text.slice(0, colon).trim(),
+    connection: text.slice(colon + 1, slash).trim(),
+    model: text.slice(slash + 1).trim(),
+  };
+};
+
+/** The comma-separated fallback list, blanks dropped. */
+export const parseSelector = (selector: string): SelectorPart[] =>
+  selector
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map(parseSelectorPart);
+
 const price = (snapshot: RegistrySnapshot, e: RegistryEndpoint, atMs: number) => {
   const card = snapshot.cardAt(e, atMs);
   const input = card && findRate(card, 'standard', 'input_token', 'text', 0);
@@ -22,8 +56,9 @@ const advertises = (e: RegistryEndpoint, capability: Capability | readonly Capab
 /**
  * Resolves a model selector (SPEC 4.1 rule 1) to ordered candidates: a model id, `lane/model`, a
  * comma-separated fallback list, or `svc/auto` (the cheapest capable endpoint by its standard text
- * input plus output token price; ties keep registry order). Then capability gating (rule 3) and the
- * organization's provider disallow list. The errors tell the causes apart.
+ * input plus output token price; ties keep registry order); `lane:connection/model` pins a lane and
+ * the project's connection of that name (SPEC 5), which must exist (`hasConnection`). Then capability
+ * gating (rule 3) and the organization's provider disallow list. The errors tell the causes apart.
  */
 export const selectCandidates = (
   snapshot: RegistrySnapshot,
@@ -32,14 +67,13 @@ export const selectCandidates = (
     capability: Capability | readonly Capability[];
     disallow: ReadonlySet<string>;
     operation: string;
+    /** Whether the project has a connection of this name serving the endpoint's lane (SPEC 5). */
+    hasConnection: (endpoint: RegistryEndpoint, name: string) => boolean;
     atMs?: number;
   },
 ): SelectResult => {
   const atMs = options.atMs ?? Date.now();
-  const parts = selector
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const parts = parseSelector(selector);
   if (parts.length === 0) {
     return {
       ok: false,
@@ -51,7 +85,7 @@ export const selectCandidates = (
   let candidates: RegistryEndpoint[] = [];
   for (const part of parts) {
     let found: RegistryEndpoint[];
-    if (part === AUTO_MODEL) {
+    if (part.kind === 'auto') {
       found = snapshot
         .routable(atMs)
         .filter(
@@ -65,12 +99,17 @@ export const selectCandidates = (
         .sort((a, b) => compareUsd(a.p!, b.p!))
         .map((x) => x.e)
         .slice(0, 1);
+    } else if (part.kind === 'model' || snapshot.byModel(part.text, atMs).length > 0) {
+      // A canonical id wins over a `lane:connection/model` reading of the same text.
+      found = snapshot.candidates(part.text, atMs);
     } else {
-      found = snapshot.candidates(part, atMs);
+      const targeted = targetConnection(snapshot, part, options.hasConnection, atMs);
+      if (targeted instanceof ServiceError) return { ok: false, error: targeted };
+      found = targeted;
     }
-    if (found.length === 0 && part !== AUTO_MODEL) unknown.push(part);
+    if (found.length === 0 && part.kind !== 'auto') unknown.push(part.text);
     for (const e of found) {
-      const key = `${e.lane}/${e.model}`;
+      const key = `${e.connection ?? ''}:${e.lane}/${e.model}`;
       if (!seen.has(key)) {
         seen.add(key);
         candidates.push(e);
@@ -78,7 +117,7 @@ export const selectCandidates = (
     }
   }
   if (candidates.length === 0) {
-    if (parts.length === 1 && parts[0] === AUTO_MODEL) {
+    if (parts.length === 1 && parts[0]!.kind === 'auto') {
       return {
         ok: false,
         error: new ServiceError(
@@ -119,4 +158,36 @@ export const selectCandidates = (
     };
   }
   return { ok: true, candidates };
+};
+
+/**
+ * `lane:connection/model`: the routable endpoint of the lane for the model, bound to the named
+ * connection; nothing when the lane does not serve the model (an unknown model); a 404 naming the
+ * connection when the project has none of that name for the lane. A platform key never stands in
+ * for a connection the caller named.
+ */
+const targetConnection = (
+  snapshot: RegistrySnapshot,
+  part: Extract<SelectorPart, { kind: 'connection' }>,
+  hasConnection: (endpoint: RegistryEndpoint, name: string) => boolean,
+  atMs: number,
+): RegistryEndpoint[] | ServiceError => {
+  const { lane, connection, model } = part;
+  if (connection === '') {
+    return new ServiceError(
+      'invalid_request_error',
+      `model ${part.text} names no connection: write lane:connection/model, e.g. ${lane}:primary/${model}`,
+      { param: 'model' },
+    );
+  }
+  const endpoint = snapshot.byLaneModel(lane, model, atMs);
+  if (endpoint === undefined) return [];
+  if (!hasConnection(endpoint, connection)) {
+    return new ServiceError(
+      'unknown_connection',
+      `model ${part.text} names connection ${connection}, which this project does not have for lane ${lane} (${endpoint.adapter})`,
+      { param: 'model' },
+    );
+  }
+  return [Object.freeze({ ...endpoint, connection })];
 };

@@ -1,23 +1,63 @@
+import { platformKeyAad } from '../commands/connections/events.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { decryptSecret } from '../lib/crypto.js';
+import type { RegistryEndpoint } from '../providers/endpoint.js';
 import type { Credentials } from '../providers/provider.js';
 import type { SnapshotSource } from './snapshot-cache.js';
+
+/** What credentials are resolved for: a candidate's lane, its adapter, and a connection a selector named. */
+export type CredentialTarget = Pick<RegistryEndpoint, 'lane' | 'adapter' | 'connection'>;
 
 /**
  * What the request path needs from the control plane, held in memory: each organization's
  * provider disallow list and tracing flag, each project's tracing flag, the projects' BYOK
- * connections named `primary` and the platform keys, decrypted once per load.
+ * connections and the platform keys, decrypted once per load.
  */
 export interface TenancySnapshot {
   org(orgId: string): { disallow: ReadonlySet<string>; tracing: boolean } | undefined;
   projectTracing(projectId: string): boolean;
-  /** BYOK connection `primary` of the project for the adapter, else the platform key, else null. */
-  credentials(projectId: string, adapter: string): Credentials | null;
+  /**
+   * The credential an attempt on the target is made with (SPEC 4.7, 5): the project's connection of
+   * the name a selector gave (else `primary`) for the lane, else one of that name for the whole
+   * adapter; for an unnamed target then the lane's platform key, else the adapter's; else null.
+   */
+  credentials(projectId: string, target: CredentialTarget): Credentials | null;
+  /** Whether the project has a connection of this name serving the target's lane. */
+  hasConnection(projectId: string, target: CredentialTarget, name: string): boolean;
 }
 
 interface Row {
   [key: string]: unknown;
 }
+
+/** Keys of the maps below: a lane of '' is a credential of every lane of its adapter. */
+const connectionKey = (projectId: string, adapter: string, lane: string, name: string) =>
+  `${projectId}|${adapter}|${lane}|${name}`;
+const platformKey = (adapter: string, lane: string) => `${adapter}|${lane}`;
+
+/** The resolution order of SPEC 4.7 and 5 over decrypted credentials (pure, for the snapshot). */
+export const credentialResolver = (
+  connections: ReadonlyMap<string, Credentials>,
+  platform: ReadonlyMap<string, Credentials>,
+) => {
+  const connection = (projectId: string, target: CredentialTarget, name: string) =>
+    connections.get(connectionKey(projectId, target.adapter, target.lane, name)) ??
+    connections.get(connectionKey(projectId, target.adapter, '', name)) ??
+    null;
+  return {
+    credentials: (projectId: string, target: CredentialTarget): Credentials | null => {
+      const named = connection(projectId, target, target.connection ?? 'primary');
+      if (named || target.connection !== undefined) return named;
+      return (
+        platform.get(platformKey(target.adapter, target.lane)) ??
+        platform.get(platformKey(target.adapter, '')) ??
+        null
+      );
+    },
+    hasConnection: (projectId: string, target: CredentialTarget, name: string): boolean =>
+      connection(projectId, target, name) !== null,
+  };
+};
 
 export const tenancySource = (
   pool: Pool,
@@ -35,10 +75,10 @@ export const tenancySource = (
       pool.query<Row>('SELECT org_id, provider_disallow, tracing FROM rm_orgs'),
       pool.query<Row>('SELECT project_id, tracing FROM rm_projects'),
       pool.query<Row>(
-        `SELECT connection_id, project_id, provider, base_url, metadata, secret_ciphertext FROM rm_connections
-         WHERE deleted_at IS NULL AND name = 'primary' AND project_id IS NOT NULL`,
+        `SELECT connection_id, project_id, provider, lane, name, base_url, metadata, secret_ciphertext
+         FROM rm_connections WHERE deleted_at IS NULL AND project_id IS NOT NULL`,
       ),
-      pool.query<Row>('SELECT provider, base_url, metadata, secret_ciphertext FROM rm_platform_keys'),
+      pool.query<Row>('SELECT provider, lane, base_url, metadata, secret_ciphertext FROM rm_platform_keys'),
     ]);
     const orgMap = new Map(
       orgs.rows.map((r) => [
@@ -51,7 +91,13 @@ export const tenancySource = (
     for (const r of conns.rows) {
       const id = r.connection_id as string;
       try {
-        byok.set(`${r.project_id as string}|${r.provider as string}`, {
+        const key = connectionKey(
+          r.project_id as string,
+          r.provider as string,
+          (r.lane as string | null) ?? '',
+          r.name as string,
+        );
+        byok.set(key, {
           secret: decryptSecret(masterKey, r.secret_ciphertext as string, id),
           baseUrl: (r.base_url as string | null) ?? null,
           metadata: r.metadata as Record<string, unknown>,
@@ -65,23 +111,23 @@ export const tenancySource = (
     const platformKeys = new Map<string, Credentials>();
     for (const r of platform.rows) {
       const provider = r.provider as string;
+      const lane = r.lane as string;
       try {
-        platformKeys.set(provider, {
-          secret: decryptSecret(masterKey, r.secret_ciphertext as string, `platform:${provider}`),
+        platformKeys.set(platformKey(provider, lane), {
+          secret: decryptSecret(masterKey, r.secret_ciphertext as string, platformKeyAad(provider, lane)),
           baseUrl: (r.base_url as string | null) ?? null,
           metadata: r.metadata as Record<string, unknown>,
           funding: 'wallet',
           connectionId: null,
         });
       } catch {
-        onDecryptError(`platform key ${provider}`);
+        onDecryptError(lane ? `platform key ${provider} of lane ${lane}` : `platform key ${provider}`);
       }
     }
     return {
       org: (orgId) => orgMap.get(orgId),
       projectTracing: (projectId) => projectTracing.get(projectId) ?? false,
-      credentials: (projectId, adapter) =>
-        byok.get(`${projectId}|${adapter}`) ?? platformKeys.get(adapter) ?? null,
+      ...credentialResolver(byok, platformKeys),
     };
   },
 });

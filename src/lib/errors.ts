@@ -17,6 +17,8 @@ export const ERROR_CATALOGUE = {
     altType: 'invalid_request_error',
   },
   unknown_model: { status: 404, primaryType: 'invalid_request_error', altType: 'not_found_error' },
+  /** A selector names a tenant connection the project does not have for that lane (SPEC 5). */
+  unknown_connection: { status: 404, primaryType: 'invalid_request_error', altType: 'not_found_error' },
   unauthenticated: { status: 401, primaryType: 'authentication_error', altType: 'authentication_error' },
   forbidden: { status: 403, primaryType: 'permission_error', altType: 'permission_error' },
   not_found: { status: 404, primaryType: 'not_found_error', altType: 'not_found_error' },

@@ -59,4 +59,10 @@ export type RegistryEndpoint = Readonly<EndpointFacts> & {
   readonly pricing_pinned: boolean;
   /** Every card of the endpoint (all revisions and intervals); pricing picks by time and revision. */
   readonly cards: readonly CompiledRateCard[];
+  /**
+   * The tenant connection a model selector named for this candidate (SPEC 5: names other than
+   * primary are routed only when a selector targets them). Absent on registry endpoints: the
+   * project's primary connection of the lane, else the lane's platform key.
+   */
+  readonly connection?: string;
 };

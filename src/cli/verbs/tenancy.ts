@@ -100,6 +100,7 @@ export const registerTenancyCommands = (program: Command): void => {
     .command('set')
     .description('set the platform key of a provider (validated and encrypted like a tenant connection)')
     .requiredOption('--provider <provider>', 'openai, anthropic, bedrock, bedrock-gov, azure or azure-gov')
+    .option('--lane <lane>', "the registry lane's own key (default: the provider's, for lanes without one)")
     .requiredOption(
       '--secret <secret>',
       'the credential (bedrock: JSON with access_key_id and secret_access_key)',
@@ -110,6 +111,7 @@ export const registerTenancyCommands = (program: Command): void => {
     .action(
       async (opts: {
         provider: string;
+        lane?: string;
         secret: string;
         metadata?: string;
         baseUrl?: string;
@@ -118,22 +120,28 @@ export const registerTenancyCommands = (program: Command): void => {
         const out = await withControlPlane((cp) =>
           cp.setPlatformKey(cli, {
             provider: opts.provider,
+            lane: opts.lane,
             secret: opts.secret,
             metadata: parseJsonOption(opts.metadata, '--metadata'),
             baseUrl: opts.baseUrl ?? null,
           }),
         );
-        emit(opts.json, out, (o) => `platform key for ${o.provider} set`);
+        emit(opts.json, out, (o) =>
+          o.lane
+            ? `platform key for ${o.provider} on lane ${o.lane} set`
+            : `platform key for ${o.provider} set`,
+        );
       },
     );
   platform
     .command('discover')
     .description('list the deployments of a platform deployment-host key and classify them (SPEC 4.6)')
     .requiredOption('--provider <provider>', 'azure or azure-gov')
+    .option('--lane <lane>', "a lane's own key (default: the provider's)")
     .option('--apply', 'store mappable deployments and prune mappings whose deployment is gone')
     .option('--json', 'print JSON')
-    .action(async (opts: { provider: string; apply?: boolean; json?: boolean }) =>
-      discover({ platform: opts.provider }, opts),
+    .action(async (opts: { provider: string; lane?: string; apply?: boolean; json?: boolean }) =>
+      discover(opts.lane ? { platform: opts.provider, lane: opts.lane } : { platform: opts.provider }, opts),
     );
 
   const connections = program.command('connections').description('tenant provider connections (BYOK)');
@@ -142,7 +150,11 @@ export const registerTenancyCommands = (program: Command): void => {
     .description('create a provider connection for a project; the secret is encrypted before it is stored')
     .requiredOption('--project <project_id>', 'project id')
     .requiredOption('--provider <provider>', 'openai, anthropic, bedrock, bedrock-gov, azure or azure-gov')
-    .requiredOption('--name <name>', 'connection name (the gateway routes the one named primary)')
+    .option('--lane <lane>', 'the registry lane it serves (default: every lane of the provider)')
+    .requiredOption(
+      '--name <name>',
+      'connection name: primary is routed by default, another only by a model lane:name/model',
+    )
     .requiredOption('--secret <secret>', 'the credential')
     .option('--metadata <json>', 'connection metadata as JSON')
     .option('--base-url <url>', 'origin override')
@@ -151,6 +163,7 @@ export const registerTenancyCommands = (program: Command): void => {
       async (opts: {
         project: string;
         provider: string;
+        lane?: string;
         name: string;
         secret: string;
         metadata?: string;
@@ -161,6 +174,7 @@ export const registerTenancyCommands = (program: Command): void => {
           cp.createConnection(cli, {
             projectId: opts.project,
             provider: opts.provider,
+            lane: opts.lane,
             name: opts.name,
             secret: opts.secret,
             metadata: parseJsonOption(opts.metadata, '--metadata'),

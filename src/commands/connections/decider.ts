@@ -10,7 +10,9 @@ export interface Connection {
 }
 
 export const connectionStream = (connectionId: string) => `connection-${connectionId}`;
-export const platformKeyStream = (provider: string) => `platformkey-${provider}`;
+/** The provider-wide key's stream, as before lanes had keys; a lane's own key has its own stream. */
+export const platformKeyStream = (provider: string, lane?: string) =>
+  lane === undefined ? `platformkey-${provider}` : `platformkey-${provider}.${lane}`;
 
 export const connectionDecider: Decider<ConnectionCommand, ConnectionEvent, Connection> = {
   initialState: () => ({ exists: false, deleted: false }),

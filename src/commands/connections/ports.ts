@@ -9,7 +9,9 @@ export interface StoredCredential {
   secret_ciphertext: string;
   /** Null for a platform key. */
   workspace_id: string | null;
-  /** The associated data the ciphertext is bound to: the connection id, or `platform:<provider>`. */
+  /** The lane the credential serves; null: every lane of its provider (SPEC 4.7). */
+  lane: string | null;
+  /** The associated data the ciphertext is bound to: the connection id, or `platformKeyAad`. */
   aad: string;
 }
 
@@ -21,4 +23,6 @@ export interface StoredCredentials {
 /** The registry read model's enabled, live endpoints of one adapter (SPEC 4.6 deployment discovery). */
 export interface LiveEndpoints {
   liveEndpoints(adapter: string): Promise<RegistryFact[]>;
+  /** The adapter a registry lane is served by, or null while no endpoint of the lane exists. */
+  laneAdapter(lane: string): Promise<string | null>;
 }

@@ -5,9 +5,10 @@ import type { CredentialRef, DeploymentHostSubject, DiscoveryStore } from '../..
 import type { DiscoveryCounts } from '../../providers/azure/discovery.js';
 import type { Decider } from '../decider.js';
 import type { ConnectionDirectory, ProjectDirectory } from '../ports.js';
+import { LANE_NAME } from '../registry/events.js';
 import { type Actor, CONFLICT_RETRIES, type CommandDeps, checkName, runCommand } from '../service.js';
 import { type Connection, connectionDecider, connectionStream, platformKeyStream } from './decider.js';
-import type { ConnectionCommand, ConnectionEvent } from './events.js';
+import { type ConnectionCommand, type ConnectionEvent, platformKeyAad } from './events.js';
 import type { LiveEndpoints, StoredCredentials } from './ports.js';
 import { validateConnection } from './validation.js';
 
@@ -34,6 +35,39 @@ const recordingDiscovery = (
       return e;
     }),
 });
+
+/**
+ * The lane a credential names (SPEC 4.7), checked against the registry when the lane exists there:
+ * a lane served by another adapter would never use it. A lane not imported yet is accepted, as a
+ * credential may come before the endpoints it serves (SPEC 5).
+ */
+const laneFor = async (
+  endpoints: LiveEndpoints,
+  lane: unknown,
+  provider: string,
+): Promise<{ lane?: string }> => {
+  if (lane === undefined || lane === null) return {};
+  if (typeof lane !== 'string' || !LANE_NAME.test(lane)) {
+    throw new ServiceError(
+      'bad_request',
+      "lane must be a registry lane name: lower-case letters, digits, '-' and '_', at most 63 characters",
+      { param: 'lane' },
+    );
+  }
+  const adapter = await endpoints.laneAdapter(lane);
+  if (adapter !== null && adapter !== provider) {
+    throw new ServiceError('bad_request', `lane ${lane} is served by ${adapter}, not by ${provider}`, {
+      param: 'lane',
+    });
+  }
+  return { lane };
+};
+
+/** Which connections share one id (and so one stream): those of one scope, provider, lane and name. */
+const connectionIdOf = (orgId: string, projectId: string, provider: string, name: string, lane?: string) =>
+  lane === undefined
+    ? idFromNames('conn', orgId, projectId, provider, name)
+    : idFromNames('conn', orgId, projectId, provider, name, `lane:${lane}`);
 
 const validated = (input: Parameters<typeof validateConnection>[0]) => {
   const checked = validateConnection(input);
@@ -66,6 +100,8 @@ export const connectionCommands = (deps: ConnectionDeps) => {
         secret: unknown;
         metadata?: unknown;
         baseUrl?: unknown;
+        /** The registry lane the connection serves; absent: every lane of the provider (SPEC 4.7). */
+        lane?: unknown;
       },
     ) {
       const n = checkName(input.name);
@@ -76,7 +112,8 @@ export const connectionCommands = (deps: ConnectionDeps) => {
         metadata: input.metadata,
         baseUrl: input.baseUrl,
       });
-      const connectionId = idFromNames('conn', project.org_id, input.projectId, provider, n);
+      const lane = await laneFor(deps.endpoints, input.lane, provider);
+      const connectionId = connectionIdOf(project.org_id, input.projectId, provider, n, lane.lane);
       await run(
         connectionDecider,
         connectionStream(connectionId),
@@ -88,6 +125,8 @@ export const connectionCommands = (deps: ConnectionDeps) => {
           projectId: input.projectId,
           fields: {
             provider,
+            // Only when named: an event without a lane keeps the shape (and meaning) it always had.
+            ...lane,
             name: n,
             base_url: baseUrl,
             metadata,
@@ -101,6 +140,7 @@ export const connectionCommands = (deps: ConnectionDeps) => {
       return {
         id: connectionId,
         provider,
+        lane: lane.lane ?? null,
         name: n,
         project_id: input.projectId,
         org_id: project.org_id,
@@ -120,22 +160,25 @@ export const connectionCommands = (deps: ConnectionDeps) => {
       );
     },
 
+    /** The provider's platform key, or with `lane` that lane's own (SPEC 4.7), which it wins over. */
     async setPlatformKey(
       actor: Actor,
-      input: { provider: unknown; secret: unknown; metadata?: unknown; baseUrl?: unknown },
+      input: { provider: unknown; secret: unknown; metadata?: unknown; baseUrl?: unknown; lane?: unknown },
     ) {
       const { provider, metadata, secret, baseUrl } = validated(input);
+      const lane = await laneFor(deps.endpoints, input.lane, provider);
       await run(
         connectionDecider,
-        platformKeyStream(provider),
+        platformKeyStream(provider, lane.lane),
         {
           type: 'SetPlatformKey',
           fields: {
             provider,
+            ...lane,
             name: 'platform',
             base_url: baseUrl,
             metadata,
-            secret_ciphertext: encryptSecret(deps.masterKey, secret, `platform:${provider}`),
+            secret_ciphertext: encryptSecret(deps.masterKey, secret, platformKeyAad(provider, lane.lane)),
           },
         },
         actor,
@@ -143,18 +186,20 @@ export const connectionCommands = (deps: ConnectionDeps) => {
         // The last key set wins: the decision reads nothing of the stream.
         CONFLICT_RETRIES,
       );
-      return { provider, base_url: baseUrl, metadata };
+      return { provider, lane: lane.lane ?? null, base_url: baseUrl, metadata };
     },
 
     /** Deployment discovery's view of a credential: the secret decrypted, and its adapter's live endpoints. */
     async deploymentHostSubject(ref: CredentialRef): Promise<DeploymentHostSubject> {
       const stored = await deps.credentials.storedCredential(ref);
+      const endpoints = await deps.endpoints.liveEndpoints(stored.provider);
       return {
         provider: stored.provider,
+        ...(stored.lane === null ? {} : { lane: stored.lane }),
         secret: decryptSecret(deps.masterKey, stored.secret_ciphertext, stored.aad),
         baseUrl: stored.base_url,
         metadata: stored.metadata,
-        endpoints: await deps.endpoints.liveEndpoints(stored.provider),
+        endpoints: stored.lane === null ? endpoints : endpoints.filter((e) => e.lane === stored.lane),
       };
     },
 
@@ -186,11 +231,12 @@ export const connectionCommands = (deps: ConnectionDeps) => {
       } else {
         await run(
           recordingDiscovery(counts),
-          platformKeyStream(stored.provider),
+          platformKeyStream(stored.provider, stored.lane ?? undefined),
           {
             type: 'SetPlatformKey',
             fields: {
               provider: stored.provider,
+              ...(stored.lane === null ? {} : { lane: stored.lane }),
               name: 'platform',
               base_url: stored.base_url,
               metadata,

@@ -41,12 +41,16 @@ const apiKey = (k: ApiKeyRow) => ({
   revoked: k.revoked_at !== null,
 });
 const providerKey = (
-  c: Pick<ConnectionRow, 'id' | 'org_id' | 'project_id' | 'provider' | 'name' | 'base_url' | 'metadata'>,
+  c: Pick<
+    ConnectionRow,
+    'id' | 'org_id' | 'project_id' | 'provider' | 'lane' | 'name' | 'base_url' | 'metadata'
+  >,
 ) => ({
   id: c.id,
   org_id: c.org_id,
   project_id: c.project_id ?? '',
   provider: c.provider,
+  lane: c.lane ?? '',
   name: c.name,
   base_url: c.base_url ?? '',
   metadata_json: JSON.stringify(c.metadata),
@@ -111,6 +115,7 @@ export const addControlPlaneServices = (
           secret: req.secret,
           metadata: parseJsonObject(req.metadata_json ?? '', 'metadata_json'),
           baseUrl: req.base_url || null,
+          lane: req.lane || null,
         }),
       ),
     ),

@@ -178,8 +178,8 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
     case 'ConnectionCreated':
       await c.query(
         `INSERT INTO rm_connections (connection_id, workspace_id, org_id, project_id, provider, name, base_url, metadata,
-                                     secret_ciphertext, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+                                     secret_ciphertext, created_at, lane)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
         [
           e.data.connection_id,
           e.data.workspace_id,
@@ -191,6 +191,8 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
           JSON.stringify(e.data.metadata),
           e.data.secret_ciphertext,
           at,
+          // Events from before lanes had credentials carry none: every lane of the provider.
+          e.data.lane ?? null,
         ],
       );
       return;
@@ -208,12 +210,14 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
       return;
     case 'PlatformKeySet':
       await c.query(
-        `INSERT INTO rm_platform_keys (provider, name, base_url, metadata, secret_ciphertext, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (provider) DO UPDATE SET name = EXCLUDED.name, base_url = EXCLUDED.base_url,
+        `INSERT INTO rm_platform_keys (provider, lane, name, base_url, metadata, secret_ciphertext, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (provider, lane) DO UPDATE SET name = EXCLUDED.name, base_url = EXCLUDED.base_url,
            metadata = EXCLUDED.metadata, secret_ciphertext = EXCLUDED.secret_ciphertext, updated_at = EXCLUDED.updated_at`,
         [
           e.data.provider,
+          // '' is the provider-wide key, which every event from before lanes had keys sets.
+          e.data.lane ?? '',
           e.data.name,
           e.data.base_url,
           JSON.stringify(e.data.metadata),

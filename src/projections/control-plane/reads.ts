@@ -1,3 +1,4 @@
+import { platformKeyAad } from '../../commands/connections/events.js';
 import type { StoredCredential } from '../../commands/connections/ports.js';
 import type { SpendCapLevel } from '../../commands/spend-cap/events.js';
 import { spendCap, spendCaps } from '../../commands/spend-cap/reads.js';
@@ -46,6 +47,8 @@ export interface ConnectionRow {
   org_id: string;
   project_id: string | null;
   provider: string;
+  /** The registry lane the connection serves; null: every lane of the provider (SPEC 4.7). */
+  lane: string | null;
   name: string;
   base_url: string | null;
   metadata: Record<string, unknown>;
@@ -71,7 +74,7 @@ export interface SessionPrincipal {
 const API_KEY_COLUMNS =
   'api_key_id, project_id, org_id, workspace_id, name, prefix, tracing, created_at, revoked_at';
 const CONNECTION_COLUMNS =
-  'connection_id AS id, workspace_id, org_id, project_id, provider, name, base_url, metadata, created_at';
+  'connection_id AS id, workspace_id, org_id, project_id, provider, lane, name, base_url, metadata, created_at';
 const TRACE_KEY_COLUMNS =
   'trace_ingest_key_id AS id, project_id, org_id, workspace_id, name, prefix, created_at, rotated_at, revoked_at';
 
@@ -208,29 +211,36 @@ export class ControlPlaneReads {
     type Row = Omit<StoredCredential, 'aad'>;
     if ('connectionId' in ref) {
       const { rows } = await this.pool.query<Row>(
-        `SELECT provider, base_url, metadata, secret_ciphertext, workspace_id FROM rm_connections
+        `SELECT provider, lane, base_url, metadata, secret_ciphertext, workspace_id FROM rm_connections
          WHERE connection_id = $1 AND deleted_at IS NULL`,
         [ref.connectionId],
       );
       if (!rows[0]) throw new ServiceError('not_found', 'provider key not found');
       return { ...rows[0], aad: ref.connectionId };
     }
+    const lane = ref.lane ?? null;
     const { rows } = await this.pool.query<Row>(
-      `SELECT provider, base_url, metadata, secret_ciphertext, NULL AS workspace_id FROM rm_platform_keys
-       WHERE provider = $1`,
-      [ref.platform],
+      `SELECT provider, NULLIF(lane, '') AS lane, base_url, metadata, secret_ciphertext, NULL AS workspace_id
+       FROM rm_platform_keys WHERE provider = $1 AND lane = $2`,
+      [ref.platform, lane ?? ''],
     );
-    if (!rows[0]) throw new ServiceError('not_found', `no platform key is set for ${ref.platform}`);
-    return { ...rows[0], aad: `platform:${ref.platform}` };
+    if (!rows[0]) {
+      const what = lane === null ? ref.platform : `${ref.platform} on lane ${lane}`;
+      throw new ServiceError('not_found', `no platform key is set for ${what}`);
+    }
+    return { ...rows[0], aad: platformKeyAad(ref.platform, lane) };
   }
 
+  /** Platform keys; `lane` null is a provider's own key, serving its lanes without one (SPEC 4.7). */
   async platformKeys() {
     return (
       await this.pool.query(
-        'SELECT provider, base_url, metadata, updated_at FROM rm_platform_keys ORDER BY provider',
+        `SELECT provider, NULLIF(lane, '') AS lane, base_url, metadata, updated_at FROM rm_platform_keys
+         ORDER BY provider, lane`,
       )
     ).rows as {
       provider: string;
+      lane: string | null;
       base_url: string | null;
       metadata: Record<string, unknown>;
       updated_at: Date;

@@ -70,7 +70,10 @@ export const listEndpoints = async (pool: Pool, lane?: string): Promise<Endpoint
   return rows;
 };
 
-/** Enabled, live endpoints of one adapter: what deployment discovery classifies against (SPEC 4.6). */
+/**
+ * Enabled, live endpoints of one adapter: what deployment discovery classifies against (SPEC 4.6);
+ * and which adapter serves a lane, what a credential naming the lane is checked against (SPEC 4.7).
+ */
 export const liveEndpointsFrom = (pool: Pool): LiveEndpoints => ({
   liveEndpoints: async (adapter) =>
     (
@@ -80,4 +83,11 @@ export const liveEndpointsFrom = (pool: Pool): LiveEndpoints => ({
         [adapter],
       )
     ).rows,
+  laneAdapter: async (lane) =>
+    (
+      await pool.query<{ adapter: string }>(
+        'SELECT adapter FROM rm_registry_endpoints WHERE lane = $1 LIMIT 1',
+        [lane],
+      )
+    ).rows[0]?.adapter ?? null,
 });

@@ -12,8 +12,8 @@ import {
 import { listDeployments, type SurfaceName, type TriedSurface } from './listing.js';
 import { type DeploymentHostAdapter, deploymentHostMetadata, resolveOrigin } from './origin.js';
 
-/** A tenant connection or a platform key, as the discover commands name them. */
-export type CredentialRef = { connectionId: string } | { platform: string };
+/** A tenant connection or a platform key (the provider's, or one lane's), as the discover commands name them. */
+export type CredentialRef = { connectionId: string } | { platform: string; lane?: string };
 
 /** What discovery needs of one stored credential, its secret decrypted by the control plane. */
 export interface DeploymentHostSubject {
@@ -21,7 +21,9 @@ export interface DeploymentHostSubject {
   secret: string;
   baseUrl: string | null;
   metadata: Record<string, unknown>;
-  /** Enabled, live registry endpoints of the credential's adapter. */
+  /** The lane the credential serves (SPEC 4.7); absent: every lane of its adapter. */
+  lane?: string;
+  /** Enabled, live registry endpoints of the credential's adapter (of its lane, when it has one). */
   endpoints: RegistryFact[];
 }
 
@@ -72,7 +74,8 @@ export const discoverDeployments = async (
   }
   const metadata = deploymentHostMetadata(provider, subject.metadata);
   if (!metadata.ok) throw new ServiceError('bad_request', metadata.message, { param: metadata.field });
-  const lane = subject.endpoints.find((e) => e.lane === provider && e.base_url !== null);
+  const laneName = subject.lane ?? provider;
+  const lane = subject.endpoints.find((e) => e.lane === laneName && e.base_url !== null);
   const origin = resolveOrigin({
     connectionBaseUrl: subject.baseUrl,
     laneBaseUrl: lane?.base_url ?? null,

@@ -291,6 +291,8 @@ const controlPlaneRoutes = (
         org_id: z.string(),
         project_id: z.string(),
         provider: z.string(),
+        // The registry lane the connection serves; absent or null: every lane of the provider.
+        lane: z.string().nullable().optional(),
         name,
         secret: z.string(),
         metadata: z.record(z.string(), z.unknown()).optional(),
@@ -308,6 +310,7 @@ const controlPlaneRoutes = (
       secret: body.secret,
       metadata: body.metadata,
       baseUrl: body.base_url,
+      lane: body.lane,
     });
     return reply.code(201).send(created);
   });
@@ -350,6 +353,8 @@ const controlPlaneRoutes = (
     requireAdmin(p);
     const body = parseBody(
       strict({
+        // A lane's own key (SPEC 4.7); absent or null: the provider's key, for lanes without one.
+        lane: z.string().nullable().optional(),
         secret: z.string(),
         metadata: z.record(z.string(), z.unknown()).optional(),
         base_url: z.string().nullable().optional(),
@@ -361,6 +366,7 @@ const controlPlaneRoutes = (
       secret: body.secret,
       metadata: body.metadata,
       baseUrl: body.base_url,
+      lane: body.lane,
     });
   });
   app.get('/api/platform-keys', async (request) => {
