@@ -23,7 +23,7 @@ export const ERROR_CATALOGUE = {
   forbidden: { status: 403, primaryType: 'permission_error', altType: 'permission_error' },
   not_found: { status: 404, primaryType: 'not_found_error', altType: 'not_found_error' },
   conflict: { status: 409, primaryType: 'invalid_request_error', altType: 'invalid_request_error' },
-  payload_too_large: { status: 413, primaryType: 'invalid_request_error', altType: 'invalid_request_error' },
+  payload_too_large: { status: 413, primaryType: 'invalid_request_error', altType: 'request_too_large' },
   unsupported_media_type: {
     status: 415,
     primaryType: 'invalid_request_error',

@@ -1,4 +1,4 @@
-import type { CompiledRateCard, Modality } from '../pricing/index.js';
+import type { CompiledRateCard, Meter, Modality } from '../pricing/index.js';
 
 /**
  * What an upstream offers, in the words every floor uses: the adapter ids, the capabilities a
@@ -26,6 +26,25 @@ export type Capability = (typeof CAPABILITIES)[number];
 export type Capabilities = Record<Capability, boolean>;
 
 export type ManagedBy = 'import' | 'operator';
+
+/**
+ * Meters, beside input and output tokens, that an adapter's replies report as the translation reads
+ * them (SPEC 4.1 rule 10): prompt-cache reads on the chat-completions wire (`cached_tokens`), reads
+ * and writes on the messages wire. A card that leaves one unpriced fails billing on every reply
+ * that reports it, and billing health then quarantines the endpoint (SPEC 3).
+ */
+export const REPORTED_METERS: Readonly<Record<Adapter, readonly Meter[]>> = {
+  openai: ['cache_read_token'],
+  anthropic: ['cache_read_token', 'cache_write_token'],
+  bedrock: [],
+  'bedrock-gov': [],
+  azure: ['cache_read_token'],
+  'azure-gov': ['cache_read_token'],
+};
+
+/** The reported meters of `adapter` that no row prices (at any tier, modality or prompt size). */
+export const unpricedMeters = (adapter: Adapter, priced: readonly string[]): Meter[] =>
+  REPORTED_METERS[adapter].filter((meter) => !priced.includes(meter));
 
 /** What a catalog row (or the upsert command) says about one model on one lane. */
 export interface EndpointFacts {

@@ -81,6 +81,15 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [ctx.metrics],
   });
+  // Loud before quarantine (SPEC 3): served replies that failed billing, by endpoint and reason; a
+  // card that leaves a reported meter unpriced shows here as missing_price on every such reply.
+  const billingFailed = new Counter({
+    name: 'svc_gateway_billing_failed_total',
+    help: 'Served requests whose reply could not be priced, by provider lane, model and reason',
+    labelNames: ['provider', 'model', 'reason'] as const,
+    registers: [ctx.metrics],
+  });
+  const billingFailedBy = new Map<string, ReturnType<typeof billingFailed.labels>>();
   const attemptsBy = new Map<string, ReturnType<typeof attempts.labels>>();
   const durationBy = new Map<string, ReturnType<typeof duration.labels>>();
   const ttfbBy = new Map<string, ReturnType<typeof ttfb.labels>>();
@@ -125,6 +134,17 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     rateLimiter: new RateLimiter(c.SVC_GATEWAY_RATE_LIMIT_RPM),
     onAttempt: (provider, outcome) => labelled(attemptsBy, attempts, provider, outcome).inc(),
     onCompleted: (completed) => {
+      const pricing = completed.pricing;
+      if (pricing?.billing_status === 'failed') {
+        const { provider, modelServed } = completed;
+        labelled(
+          billingFailedBy,
+          billingFailed,
+          provider ?? '',
+          modelServed ?? '',
+          pricing.billing_reason,
+        ).inc();
+      }
       try {
         const { draft, bodies } = envelopeOf(completed);
         publisher?.record(draft, bodies);

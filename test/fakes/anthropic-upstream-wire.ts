@@ -195,6 +195,8 @@ const deltasOf = (b: BlockSpec, n: number): Record<string, unknown>[] => {
       ];
     case 'tool_use':
     case 'server_tool_use':
+      // The real API streams a tool without input as one empty fragment, never as `{}`.
+      if (Object.keys(b.input).length === 0) return [{ type: 'input_json_delta', partial_json: '' }];
       return fragments(JSON.stringify(b.input), n).map((partial_json) => ({
         type: 'input_json_delta',
         partial_json,

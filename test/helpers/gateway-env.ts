@@ -36,16 +36,30 @@ export const startGatewayEnv = async (
     if (r.code !== 0) throw new Error(`svc ${a.join(' ')} failed: ${r.stderr}`);
     return JSON.parse(r.stdout) as Record<string, unknown>;
   };
-  const serve = await startServe(env, args);
-  const boot = (await svc([
-    'bootstrap',
-    '--workspace',
-    'Gw',
-    '--org',
-    'Gw Org',
-    '--project',
-    'Gw Project',
-  ])) as GatewayEnv['boot'];
+  const stopAll = async (serve?: ServeProcess) => {
+    await serve?.stop();
+    await db.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  // A start-up that fails half-way (a busy database, a refused bootstrap) leaves no process and no
+  // database behind: the suite goes on with its other files instead of running out of connections.
+  let serve: ServeProcess | undefined;
+  let boot: GatewayEnv['boot'];
+  try {
+    serve = await startServe(env, args);
+    boot = (await svc([
+      'bootstrap',
+      '--workspace',
+      'Gw',
+      '--org',
+      'Gw Org',
+      '--project',
+      'Gw Project',
+    ])) as GatewayEnv['boot'];
+  } catch (err) {
+    await stopAll(serve).catch(() => undefined);
+    throw err;
+  }
   return {
     db,
     serve,
@@ -53,11 +67,7 @@ export const startGatewayEnv = async (
     admin,
     boot,
     svc,
-    stop: async () => {
-      await serve.stop();
-      await db.drop();
-      await rm(dataDir, { recursive: true, force: true });
-    },
+    stop: () => stopAll(serve),
   };
 };
 

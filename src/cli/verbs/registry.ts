@@ -27,6 +27,7 @@ import {
 import { CliError, emit, table } from '../output.js';
 import { progress } from '../progress.js';
 import { type Database, withEventStore } from '../runtime.js';
+import { type ExtraPriceOptions, extraPrices, PRICE_SYNTAX, unpricedWarning } from './registry-prices.js';
 
 const context = (): CommandContext => ({
   commandId: newId('cmd'),
@@ -154,7 +155,7 @@ const priceOption = (value: string, flag: string): string => {
   return value;
 };
 
-interface UpsertOptions {
+interface UpsertOptions extends ExtraPriceOptions {
   lane?: string;
   adapter: string;
   model: string;
@@ -202,7 +203,9 @@ const runUpsert = async (opts: UpsertOptions) => {
     endpoint,
     inputPricePerToken: priceOption(opts.inputPricePerToken, '--input-price-per-token'),
     outputPricePerToken: priceOption(opts.outputPricePerToken, '--output-price-per-token'),
+    extraPrices: extraPrices(opts),
   };
+  const unpriced = unpricedWarning(adapter, `${lane}/${opts.model}`, input.extraPrices);
   const result = await withDatabase(async (db, store) => {
     await catchUpRegistry(db.pool);
     const r = await upsertEndpoint(store, sharedFactsFrom(db.pool), input, context());
@@ -219,12 +222,15 @@ const runUpsert = async (opts: UpsertOptions) => {
       pricing_pinned: true,
       changed: result.events.length > 0,
       card_id: card?.type === 'RateCardActivated' ? card.data.card_id : null,
+      unpriced_meters: unpriced.unpriced_meters,
+      warnings: unpriced.warning === null ? [] : [unpriced.warning],
     },
     (r) =>
       r.changed
         ? `upserted ${r.lane}/${r.model} (operator-managed, pricing pinned)${r.card_id ? `; rate card ${r.card_id} activated` : ''}`
         : `${r.lane}/${r.model} unchanged`,
   );
+  if (unpriced.warning !== null) process.stderr.write(`svc: warning: ${unpriced.warning}\n`);
 };
 
 const runApprove = async (opts: { lane: string; model: string; json?: boolean }) => {
@@ -256,6 +262,7 @@ const runList = async (opts: { lane?: string; json?: boolean }) => {
           'managed_by',
           'revision',
           'needs_approval',
+          'unpriced_meters',
         ]),
   );
 };
@@ -293,6 +300,13 @@ export const registerRegistryCommands = (program: Command): void => {
     .option('--disabled', 'write the endpoint out of rotation')
     .requiredOption('--input-price-per-token <usd>', 'USD per input token, exact decimal')
     .requiredOption('--output-price-per-token <usd>', 'USD per output token, exact decimal')
+    .option('--cache-read-price-per-token <usd>', 'USD per prompt-cache read token, exact decimal')
+    .option('--cache-write-price-per-token <usd>', 'USD per prompt-cache write token (every cache lifetime)')
+    .option(
+      '--price <spec>',
+      `any other rate row, repeatable: ${PRICE_SYNTAX}, e.g. cache_write_token@1h=0.000006, input_token/audio=0.00004, request=0.01, tool_call#web_search=0.01`,
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option('--json', 'print JSON')
     .action(runUpsert);
 

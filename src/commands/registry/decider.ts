@@ -1,9 +1,9 @@
 import { assertNever } from '../../lib/assert.js';
 import { ServiceError } from '../../lib/errors.js';
 import { formatUsd, tryParseUsd } from '../../lib/money.js';
-import type { RateRowInput } from '../../pricing/index.js';
+import { checkRateRow, isTokenMeter, type RateRowInput } from '../../pricing/index.js';
 import type { Decider } from '../decider.js';
-import type { RegistryCommand, RegistryEvent } from './events.js';
+import type { PinnedPrice, RegistryCommand, RegistryEvent } from './events.js';
 import { checkAdapter, checkSharedFacts, decideImport } from './import.js';
 import {
   cardIdFor,
@@ -19,35 +19,63 @@ import {
 type UpsertCommand = Extract<RegistryCommand, { type: 'UpsertEndpoint' }>;
 type ApproveCommand = Extract<RegistryCommand, { type: 'ApproveRateCards' }>;
 
-const perTokenRow = (meter: 'input_token' | 'output_token', price: string, param: string): RateRowInput => {
-  const parsed = tryParseUsd(price);
-  if (!parsed.ok) throw new ServiceError('bad_request', `${param}: ${parsed.error}`, { param });
-  if (parsed.value < 0n) throw new ServiceError('bad_request', `${param} must not be negative`, { param });
-  return {
-    row_id: `standard:${meter}:text:-:0`,
+/** A hand-written price as a standard-tier row over every prompt size, named as an import names it. */
+const pinnedRow = (price: PinnedPrice, param: string): RateRowInput => {
+  const modality = isTokenMeter(price.meter) ? price.modality : 'text';
+  const row: RateRowInput = {
+    row_id: `standard:${price.meter}:${modality}:${price.cache_ttl ?? price.tool_type ?? '-'}:0`,
     tier: 'standard',
-    meter,
-    modality: 'text',
+    meter: price.meter,
+    modality,
     min_context: 0,
     max_context: null,
-    cache_ttl: null,
-    tool_type: null,
-    unit_price: formatUsd(parsed.value),
+    cache_ttl: price.cache_ttl,
+    tool_type: price.tool_type,
+    unit_price: price.unit_price,
   };
+  const broken = checkRateRow(row);
+  if (broken !== null) throw new ServiceError('bad_request', `${param}: ${broken.message}`, { param });
+  const parsed = tryParseUsd(price.unit_price);
+  if (!parsed.ok) throw new ServiceError('bad_request', `${param}: ${parsed.error}`, { param });
+  return { ...row, unit_price: formatUsd(parsed.value) };
+};
+
+const perToken = (meter: 'input_token' | 'output_token', unit_price: string): PinnedPrice => ({
+  meter,
+  modality: 'text',
+  cache_ttl: null,
+  tool_type: null,
+  unit_price,
+});
+
+/** The card's rows: input and output per token, then every extra price; one row per meter key. */
+const pinnedRows = (cmd: UpsertCommand): RateRowInput[] => {
+  const rows = [
+    pinnedRow(perToken('input_token', cmd.data.input_price_per_token), 'input_price_per_token'),
+    pinnedRow(perToken('output_token', cmd.data.output_price_per_token), 'output_price_per_token'),
+    ...(cmd.data.extra_prices ?? []).map((p) => pinnedRow(p, 'extra_prices')),
+  ];
+  const seen = new Set<string>();
+  for (const row of rows) {
+    if (seen.has(row.row_id)) {
+      const param = 'extra_prices';
+      throw new ServiceError('bad_request', `${param}: ${row.row_id} is priced twice`, { param });
+    }
+    seen.add(row.row_id);
+  }
+  return rows;
 };
 
 /**
  * SPEC 2.8: an endpoint written by hand is operator-managed with pinned pricing, one per-token
- * price per direction, open-ended from the command's time. Re-running it unchanged is a no-op.
+ * price per direction and any other meter the operator prices, open-ended from the command's time.
+ * Re-running it unchanged is a no-op.
  */
 const upsert = (cmd: UpsertCommand, s: Lane): RegistryEvent[] => {
   const { lane, adapter, endpoint } = cmd.data;
   checkAdapter(s, lane, adapter);
   checkSharedFacts(lane, endpoint, cmd.data.other_lanes);
-  const rows = [
-    perTokenRow('input_token', cmd.data.input_price_per_token, 'input_price_per_token'),
-    perTokenRow('output_token', cmd.data.output_price_per_token, 'output_price_per_token'),
-  ];
+  const rows = pinnedRows(cmd);
   const events: RegistryEvent[] = [];
   const current = s.endpoints.get(endpoint.model);
   const same =

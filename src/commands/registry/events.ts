@@ -1,4 +1,4 @@
-import type { Modality, RateRowInput } from '../../pricing/index.js';
+import type { Meter, Modality, RateRowInput } from '../../pricing/index.js';
 import type { Adapter, EndpointFacts, ManagedBy } from '../../providers/endpoint.js';
 
 /**
@@ -38,6 +38,18 @@ export interface SharedModelFact {
   output_modalities: Modality[];
 }
 
+/** One hand-written price beside the two per-token ones (`svc registry upsert --price`). */
+export interface PinnedPrice {
+  meter: Meter;
+  modality: Modality;
+  /** Only on cache_write_token: the cache lifetime it prices; null prices every lifetime. */
+  cache_ttl: string | null;
+  /** Only (and always) on tool_call. */
+  tool_type: string | null;
+  /** USD per unit (per token on token meters), as an exact decimal string. */
+  unit_price: string;
+}
+
 export type RegistryCommand =
   | {
       type: 'ImportArtifact';
@@ -57,6 +69,12 @@ export type RegistryCommand =
         endpoint: EndpointFacts;
         input_price_per_token: string;
         output_price_per_token: string;
+        /**
+         * Every other meter the operator prices by hand (cache reads and writes, audio, per request,
+         * per tool call), in the standard tier over every prompt size: the same rows an imported card
+         * would hold (SPEC 2.8).
+         */
+        extra_prices?: PinnedPrice[];
         /** When the pinned prices start; the command's decision time. */
         effective_from: string;
         other_lanes: SharedModelFact[];

@@ -5,6 +5,7 @@ import { type HandleResult, handleCommand } from '../handler.js';
 import { registryDecider } from './decider.js';
 import {
   type Artifact,
+  type PinnedPrice,
   type RegistryCommand,
   type RegistryEvent,
   registryStream,
@@ -61,6 +62,7 @@ export const upsertEndpoint = async (
     endpoint: EndpointFacts;
     inputPricePerToken: string;
     outputPricePerToken: string;
+    extraPrices?: PinnedPrice[];
   },
   context: CommandContext,
 ): Promise<RegistryResult> => {
@@ -77,6 +79,7 @@ export const upsertEndpoint = async (
         endpoint: input.endpoint,
         input_price_per_token: input.inputPricePerToken,
         output_price_per_token: input.outputPricePerToken,
+        ...(input.extraPrices?.length ? { extra_prices: input.extraPrices } : {}),
         effective_from: context.now,
         other_lanes,
       },

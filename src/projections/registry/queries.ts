@@ -1,7 +1,8 @@
 import type { LiveEndpoints } from '../../commands/connections/ports.js';
 import type { SharedFactsSource } from '../../commands/registry/handler.js';
 import type { Pool } from '../../events/postgres/pool.js';
-import type { Modality } from '../../pricing/index.js';
+import type { Meter, Modality } from '../../pricing/index.js';
+import { isAdapter, unpricedMeters } from '../../providers/endpoint.js';
 import { runBatch } from '../runner.js';
 import { registryProjection } from './projection.js';
 
@@ -51,14 +52,20 @@ export interface EndpointListing {
   card_id: string | null;
   revision: number | null;
   needs_approval: boolean;
+  /**
+   * Meters the adapter's replies report that the latest card does not price: each such reply fails
+   * billing (missing_price) and billing health quarantines the endpoint (SPEC 3).
+   */
+  unpriced_meters: Meter[];
 }
 
 export const listEndpoints = async (pool: Pool, lane?: string): Promise<EndpointListing[]> => {
-  const { rows } = await pool.query<EndpointListing>(
+  const { rows } = await pool.query<Omit<EndpointListing, 'unpriced_meters'> & { priced: string[] }>(
     `SELECT e.lane, e.adapter, e.model, e.provider_model_id, e.enabled, e.retired, e.quarantined, e.managed_by,
             e.pricing_pinned, c.card_id, c.revision,
             EXISTS (SELECT 1 FROM rm_registry_rate_cards f
-                    WHERE f.lane = e.lane AND f.model = e.model AND f.needs_approval) AS needs_approval
+                    WHERE f.lane = e.lane AND f.model = e.model AND f.needs_approval) AS needs_approval,
+            ARRAY(SELECT DISTINCT meter FROM rm_registry_rate_rows r WHERE r.card_id = c.card_id) AS priced
        FROM rm_registry_endpoints e
        LEFT JOIN LATERAL (SELECT card_id, revision FROM rm_registry_rate_cards r
                            WHERE r.lane = e.lane AND r.model = e.model
@@ -67,7 +74,10 @@ export const listEndpoints = async (pool: Pool, lane?: string): Promise<Endpoint
       ORDER BY e.lane, e.model`,
     [lane ?? null],
   );
-  return rows;
+  return rows.map(({ priced, ...row }) => ({
+    ...row,
+    unpriced_meters: isAdapter(row.adapter) ? unpricedMeters(row.adapter, priced) : [],
+  }));
 };
 
 /**

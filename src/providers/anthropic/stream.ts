@@ -34,13 +34,16 @@ export const inBandError = (data: Record<string, unknown>): { type: string; mess
 type OpenBlock =
   | { kind: 'text' }
   | { kind: 'thinking' }
-  | { kind: 'tool'; ordinal: number }
+  | { kind: 'tool'; ordinal: number; argued: boolean }
   | { kind: 'skip' };
 
 /**
- * SPEC 4.1 rule 7 and 4.2 rule 6, one event at a time. Tool-call ordinals count tool blocks only,
- * from 0, whatever their block position. Server-tool blocks are not tool calls the client can
- * answer, yet their argument deltas are relayed as a tool call without id or name (4.2 rule 6).
+ * SPEC 4.1 rule 7 and 4.2 rule 6, one event at a time. Tool-call ordinals count the client's tool
+ * blocks only, from 0, whatever their block position, as the buffered reply's tool_calls do. A
+ * server-tool block (the upstream ran the tool itself) is not a tool call the client can answer: it
+ * takes no ordinal and its argument deltas have no tool call to land in on either dialect (the
+ * primary wire has no tool call without id, type and name). A tool call whose arguments never came
+ * as fragments (a tool without parameters) closes with `{}`, the arguments its buffered reply states.
  */
 export class ChunkMapper {
   private readonly blocks = new Map<number, OpenBlock>();
@@ -73,7 +76,12 @@ export class ChunkMapper {
         return this.delta(typeof d.index === 'number' ? d.index : -1, isObject(d.delta) ? d.delta : {});
       case 'content_block_stop': {
         const open = this.blocks.get(typeof d.index === 'number' ? d.index : -1);
-        return open?.kind === 'thinking' ? [{ delta: {}, block: { type: 'thinking_stop' } }] : [];
+        if (open?.kind === 'thinking') return [{ delta: {}, block: { type: 'thinking_stop' } }];
+        if (open?.kind === 'tool' && !open.argued) {
+          open.argued = true;
+          return [{ delta: { tool_calls: [{ index: open.ordinal, function: { arguments: '{}' } }] } }];
+        }
+        return [];
       }
       case 'message_delta': {
         const delta = isObject(d.delta) ? d.delta : {};
@@ -124,10 +132,10 @@ export class ChunkMapper {
         ];
       case 'tool_use': {
         const ordinal = this.ordinals++;
-        this.blocks.set(index, { kind: 'tool', ordinal });
         // The input arrives as input_json_delta fragments; a start that already holds it sends it whole.
         const input =
           isObject(block.input) && Object.keys(block.input).length > 0 ? JSON.stringify(block.input) : '';
+        this.blocks.set(index, { kind: 'tool', ordinal, argued: input !== '' });
         return [
           {
             delta: {
@@ -143,9 +151,6 @@ export class ChunkMapper {
           },
         ];
       }
-      case 'server_tool_use':
-        this.blocks.set(index, { kind: 'tool', ordinal: this.ordinals++ });
-        return [];
       default:
         this.blocks.set(index, { kind: 'skip' });
         return [];
@@ -168,13 +173,12 @@ export class ChunkMapper {
           ? [{ delta: { reasoning_signature: delta.signature } }]
           : [];
       case 'input_json_delta':
-        return typeof delta.partial_json === 'string' && open?.kind === 'tool' && delta.partial_json !== ''
-          ? [
-              {
-                delta: { tool_calls: [{ index: open.ordinal, function: { arguments: delta.partial_json } }] },
-              },
-            ]
-          : [];
+        if (typeof delta.partial_json !== 'string' || open?.kind !== 'tool' || delta.partial_json === '')
+          return [];
+        open.argued = true;
+        return [
+          { delta: { tool_calls: [{ index: open.ordinal, function: { arguments: delta.partial_json } }] } },
+        ];
       default:
         return [];
     }

@@ -92,13 +92,35 @@ describe('messages-style stream to the primary dialect', () => {
     ).toBe('HmmMore');
   });
 
-  it('tool_calls indexes count tool blocks from 0; server-tool arguments relay without id or name', () => {
+  it('tool_calls indexes count client tool blocks from 0; a server tool adds no tool call (the primary wire has none without id, type and name)', () => {
     const calls = deltas.flatMap((d) => (d.tool_calls as Record<string, unknown>[] | undefined) ?? []);
     expect(calls).toEqual([
-      { index: 0, function: { arguments: '{"query":"q"}' } },
-      { index: 1, id: 'toolu_9', type: 'function', function: { name: 'get_weather', arguments: '' } },
-      { index: 1, function: { arguments: '{"city":' } },
-      { index: 1, function: { arguments: '"Paris"}' } },
+      { index: 0, id: 'toolu_9', type: 'function', function: { name: 'get_weather', arguments: '' } },
+      { index: 0, function: { arguments: '{"city":' } },
+      { index: 0, function: { arguments: '"Paris"}' } },
+    ]);
+  });
+
+  it('a tool without parameters (no argument fragment, or only empty ones) closes with arguments {}, as buffered', () => {
+    const mapper = new ChunkMapper();
+    const calls = [
+      start(0, { type: 'tool_use', id: 'toolu_1', name: 'now', input: {} }),
+      delta(0, { type: 'input_json_delta', partial_json: '' }),
+      stop(0),
+      start(1, { type: 'tool_use', id: 'toolu_2', name: 'now', input: {} }),
+      stop(1),
+      start(2, { type: 'tool_use', id: 'toolu_3', name: 'get_weather', input: {} }),
+      delta(2, { type: 'input_json_delta', partial_json: '{"city":"Oslo"}' }),
+      stop(2),
+    ]
+      .flatMap((e) => mapper.map(e))
+      .flatMap((c) => c.delta.tool_calls ?? []);
+    const joined = new Map<number, string>();
+    for (const c of calls) joined.set(c.index, (joined.get(c.index) ?? '') + (c.function.arguments ?? ''));
+    expect([...joined]).toEqual([
+      [0, '{}'],
+      [1, '{}'],
+      [2, '{"city":"Oslo"}'],
     ]);
   });
 

@@ -9,6 +9,7 @@ import type { GatewayEdgeDeps } from './client.js';
 import { registerJsonOperationRoutes } from './json-routes.js';
 import { registerModelRoutes } from './models.js';
 import { countReceivedBytes } from './received-bytes.js';
+import { registerTracesIngestRoute } from './traces-ingest.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,7 +39,6 @@ const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
   ['GET', '/files'],
   ['POST', '/vector_stores'],
   ['GET', '/vector_stores'],
-  ['POST', '/traces/ingest'],
 ];
 
 const toServiceError = (err: unknown): ServiceError => {
@@ -90,6 +90,7 @@ export const registerGatewayRoutes = async (
       registerChatRoute(v1, chat);
       registerJsonOperationRoutes(v1, chat);
       registerModelRoutes(v1, chat);
+      registerTracesIngestRoute(v1);
       for (const [method, path] of PRIMARY_NOT_BUILT)
         v1.route({ method, url: path, handler: async () => notBuilt(`${method} /v1${path}`) });
     },
