@@ -1,5 +1,5 @@
 import { type FakeAnthropic, message, startFakeAnthropic } from '../fakes/anthropic-upstream.js';
-import { connect, upsertOpenAi } from '../fakes/anthropic-upstream-gateway.js';
+import { connect, upsertAnthropic, upsertOpenAi } from '../fakes/anthropic-upstream-gateway.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
@@ -28,30 +28,17 @@ export const startClientsEnv = async (): Promise<ClientsEnv> => {
   const anthropic = await startFakeAnthropic({ requireKey: ANTHROPIC_KEY });
   const gw = await startGatewayEnv({ SVC_GATEWAY_RETRIES: '0' });
   await upsertOpenAi(gw, 'gpt-4o', openai.url);
-  await gw.svc([
-    'registry',
-    'upsert',
-    '--adapter',
-    'anthropic',
-    '--model',
-    'claude-sonnet',
-    '--provider-model-id',
-    'claude-sonnet-4-5-20250929',
-    '--base-url',
-    anthropic.url,
-    '--capabilities',
-    'chat,streaming,tools',
-    '--max-output-tokens',
-    '8192',
-    '--input-price-per-token',
-    '0.000003',
-    '--output-price-per-token',
-    '0.000015',
-    '--cache-read-price-per-token',
-    '0.0000003',
-    '--cache-write-price-per-token',
-    '0.00000375',
-  ]);
+  await upsertAnthropic(
+    gw,
+    {
+      lane: 'anthropic',
+      model: 'claude-sonnet',
+      providerModelId: 'claude-sonnet-4-5-20250929',
+      baseUrl: anthropic.url,
+      reasoning: false,
+    },
+    ['--cache-read-price-per-token', '0.0000003', '--cache-write-price-per-token', '0.00000375'],
+  );
   await connect(gw, 'openai', OPENAI_KEY);
   await connect(gw, 'anthropic', ANTHROPIC_KEY);
   const v1 = `${gw.serve.httpUrl}/v1`;

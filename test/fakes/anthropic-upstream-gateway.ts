@@ -2,10 +2,11 @@
 import type { RequestCompleted } from '../../src/events/envelopes/request-completed.js';
 import { connect as connectPrimary, eventually, type GatewayEnv } from '../helpers/gateway-env.js';
 
-/** Registers a messages-style lane on the fake upstream through the operator CLI. */
+/** Registers a messages-style lane on the fake upstream through the operator CLI; `extra` adds options. */
 export const upsertAnthropic = (
   gw: GatewayEnv,
   options: { lane: string; model: string; providerModelId: string; baseUrl: string; reasoning: boolean },
+  extra: string[] = [],
 ) =>
   gw.svc([
     'registry',
@@ -28,6 +29,7 @@ export const upsertAnthropic = (
     '0.000003',
     '--output-price-per-token',
     '0.000015',
+    ...extra,
   ]);
 
 export const upsertOpenAi = (gw: GatewayEnv, model: string, baseUrl: string) =>
