@@ -4,8 +4,8 @@ import type { ApiKeyIdentity } from './auth/api-key-cache.js';
 import type { AttemptRecord } from './pipeline.js';
 
 /**
- * Everything the gateway knows about a finished request, handed to the request.completed publisher
- * after the reply (never in the client's critical path).
+ * Everything the gateway knows about a request, handed over when its upstream call is about to
+ * begin and again when it ends (SPEC 1.3, 2.5).
  */
 export interface CompletedRequest {
   requestId: string;
@@ -38,4 +38,15 @@ export interface CompletedRequest {
   bodies: { request: Buffer; response: Buffer | null } | null;
 }
 
+/**
+ * Called synchronously when the request ends, before the last bytes of its reply are sent: the sink
+ * makes the record survive the death of the process before returning (the gateway role journals
+ * it with one write(2)) and publishes it in the background. Must not throw.
+ */
 export type CompletionSink = (completed: CompletedRequest) => void;
+
+/**
+ * Called synchronously just before the request's upstream call begins, so that a process that dies
+ * before the request ends still leaves it recorded, as interrupted. Must not throw.
+ */
+export type BegunSink = (begun: CompletedRequest) => void;

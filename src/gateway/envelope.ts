@@ -1,4 +1,5 @@
 import { attributionUsage, pricingFields } from '../events/envelopes/from-pricing.js';
+import type { RequestBegun } from '../events/envelopes/interrupted.js';
 import type { RecordBodies, RequestCompletedDraft } from '../events/envelopes/record.js';
 import type { Attempt, RequestUsage, UsageLine } from '../events/envelopes/request-completed.js';
 import { readOptionalCount } from '../pricing/index.js';
@@ -142,3 +143,21 @@ export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft;
     bodies: { request: c.bodies.request, ...(c.bodies.response ? { response: c.bodies.response } : {}) },
   };
 };
+
+/** What the request journal keeps of a request whose upstream call is about to begin (SPEC 2.5). */
+export const begunOf = (c: CompletedRequest): RequestBegun => ({
+  request_id: c.requestId,
+  org_id: c.key.orgId,
+  project_id: c.key.projectId,
+  workspace_id: c.key.workspaceId,
+  api_key_id: c.key.apiKeyId,
+  route: c.request.route,
+  model_requested: c.request.model,
+  stream: c.request.stream,
+  started_at: c.startedAt.toISOString(),
+  session_id: c.sessionId,
+  end_user_id: c.request.endUserId ?? null,
+  ...(c.request.preserved?.beta ? { alt_beta: c.request.preserved.beta } : {}),
+  trace: { full_tracing: c.tracing.full, source: c.tracing.source },
+  declared_tools: declaredTools(c.request.raw),
+});

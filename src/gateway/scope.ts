@@ -5,7 +5,7 @@ import type { CanonicalChunk, CanonicalReply, CanonicalRequest, Usage } from '..
 import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
 import type { AttemptTarget, ProviderAdapter } from '../providers/provider.js';
 import type { ApiKeyIdentity } from './auth/api-key-cache.js';
-import type { CompletedRequest, CompletionSink } from './completed.js';
+import type { BegunSink, CompletedRequest, CompletionSink } from './completed.js';
 import { pricingUsageOf } from './metering.js';
 import { type AttemptCall, type PipelineBudget, type PipelineResult, runAttempts } from './pipeline.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -24,6 +24,8 @@ export interface GatewayDeps {
   rateLimiter: RateLimiter;
   onAttempt: (provider: string, outcome: string) => void;
   onCompleted: CompletionSink;
+  /** Absent: a process that dies mid-request leaves no record of it. */
+  onBegun?: BegunSink;
   observe: (
     route: string,
     status: number,
@@ -42,7 +44,10 @@ export interface GatewayDeps {
  */
 export interface FrameSink {
   write(frames: string | readonly string[]): Promise<void> | undefined;
-  /** Writes the last frames and ends the reply. */
+  /**
+   * Writes the last frames and ends the reply at the end of the current turn, after the request
+   * path recorded the request (RequestScope.finish, SPEC 2.5); the frames count as written at once.
+   */
   end(frames?: string | readonly string[]): void;
   /** The client went away before the whole reply was written. */
   readonly closed: boolean;
@@ -155,7 +160,12 @@ export class RequestScope {
     this.registry = deps.registry();
   }
 
-  /** Records the outcome and hands request.completed off after the reply (ARCHITECTURE.md). */
+  /**
+   * Records the outcome and hands request.completed over before the reply's last bytes are sent: a
+   * buffered reply is written after this returns, and a stream's sink ends the reply after the
+   * current turn (FrameSink.end), so an answered request is on disk even if the process dies the
+   * next instant (SPEC 2.5; the publishing runs in the background, ARCHITECTURE.md).
+   */
   finish(status: number, error?: ServiceError, responseBody?: Buffer | null): void {
     const { completed, startedAt } = this;
     const canonical = completed.request;
@@ -180,10 +190,7 @@ export class RequestScope {
       seconds,
       completed.ttfbMs === null ? null : completed.ttfbMs / 1_000,
     );
-    // Off the critical path: the reply is already on its way. The hand-off holds the record alone,
-    // not this scope (its client, its upstream calls' cancellation) until the immediate runs.
-    const { onCompleted } = this.deps;
-    setImmediate(() => onCompleted(completed));
+    this.deps.onCompleted(completed);
   }
 
   /** Finishes with an error in the edge's dialect (SPEC 7.1, 7.2). */
@@ -227,6 +234,7 @@ export class RequestScope {
     const abort = new AbortController();
     this.abort = abort;
     input.client.watch(abort);
+    deps.onBegun?.(completed);
     const result = await runAttempts<R, C>(
       completed.request,
       candidates,

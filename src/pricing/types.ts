@@ -144,6 +144,9 @@ export const BILLING_REASONS = [
   'audio_output_exceeds_completion_tokens',
   'audio_input_breakdown_missing',
   'audio_output_breakdown_missing',
+  // The gateway process stopped after the upstream call began and before the upstream reported
+  // usage: the request is recorded as interrupted, served-and-not-charged (SPEC 7.6 rule 2).
+  'interrupted',
 ] as const;
 export type BillingReason = (typeof BILLING_REASONS)[number];
 

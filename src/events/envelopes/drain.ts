@@ -13,6 +13,8 @@ export interface DrainerHooks {
   /** The bus took a record, or refused one with BusUnavailableError. */
   busAnswered(up: boolean): void;
   report(err: unknown, context: string): void;
+  /** A stranded record reached the spool or the bus at last. */
+  durable?(record: SpoolRecord): void;
 }
 
 export interface DrainerOptions {
@@ -197,6 +199,7 @@ export class SpoolDrainer {
         }
       }
       this.stranded.shift();
+      this.hooks.durable?.(record);
     }
     return true;
   }

@@ -1,6 +1,11 @@
 import { type Bus, BusUnavailableError } from '../bus.js';
 import { SpoolDrainer } from './drain.js';
-import { buildRequestRecord, type RecordBodies, type RequestCompletedDraft } from './record.js';
+import {
+  type BuiltRequestRecord,
+  buildRequestRecord,
+  type RecordBodies,
+  type RequestCompletedDraft,
+} from './record.js';
 import { Spool, type SpoolRecord, spoolPath } from './spool.js';
 
 export { buildBodyRef } from './body.js';
@@ -47,6 +52,11 @@ export interface RequestRecordPublisherOptions {
   maxSegmentBytes?: number;
   /** Failures that were handled (spooled, retried, set aside); for logs. */
   onError?: (err: unknown, context: string) => void;
+  /**
+   * A record is durable: the bus acknowledged it, or the spool fsynced it. The request journal
+   * (journal.ts) lets go of it then. Called at least once per record.
+   */
+  onDurable?: (requestId: string) => void;
 }
 
 export interface PublisherStats {
@@ -118,6 +128,7 @@ export class RequestRecordPublisher {
           this.busUp = up;
         },
         report: (err, context) => this.report(err, context),
+        durable: (record) => this.durable(record),
       },
       {
         retryInitialMs: options.retry?.initialMs ?? 100,
@@ -140,8 +151,12 @@ export class RequestRecordPublisher {
    * is not a valid subject token), never because of the bus.
    */
   record(draft: RequestCompletedDraft, bodies?: RecordBodies): void {
+    this.recordBuilt(buildRequestRecord(draft, bodies));
+  }
+
+  /** `record` of a record already built (the gateway journals it first). */
+  recordBuilt({ record, bytes }: Pick<BuiltRequestRecord, 'record' | 'bytes'>): void {
     if (this.closing) throw new Error('request record publisher is closed');
-    const { record, bytes } = buildRequestRecord(draft, bodies);
     const full = this.queue.length >= this.maxQueuedRecords || this.queuedBytes + bytes > this.maxQueuedBytes;
     if (!this.busUp || full) {
       this.toSpool(record);
@@ -250,6 +265,7 @@ export class RequestRecordPublisher {
           if (flight.abandoned) return;
           this.inFlight.delete(flight);
           this.published += batch.length;
+          for (const q of batch) this.durable(q.record);
           this.pump();
         },
         async (err: unknown) => {
@@ -275,7 +291,10 @@ export class RequestRecordPublisher {
       if (flight.abandoned) return;
       try {
         await this.publish(q.record);
-        if (!flight.abandoned) this.published++;
+        if (!flight.abandoned) {
+          this.published++;
+          this.durable(q.record);
+        }
       } catch (err) {
         if (flight.abandoned) return;
         if (err instanceof BusUnavailableError) {
@@ -309,11 +328,33 @@ export class RequestRecordPublisher {
     await this.bus.publishMany(record.messages);
   }
 
+  /**
+   * Appends records another process left (its request journal, journal-recovery.ts) to the spool,
+   * resolving once they are fsynced there; the drainer publishes them. Rejects when the spool
+   * could not take them all.
+   */
+  async adopt(records: readonly SpoolRecord[]): Promise<void> {
+    if (this.closing) throw new Error('request record publisher is closed');
+    const appended = await Promise.allSettled(records.map((r) => this.spool.append(r)));
+    for (const a of appended) if (a.status === 'fulfilled') this.drainer.spooled(this.busUp);
+    const failed = appended.find((a) => a.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  private durable(record: SpoolRecord): void {
+    try {
+      this.options.onDurable?.(record.requestId);
+    } catch (err) {
+      this.report(err, `release ${record.requestId} from the journal`);
+    }
+  }
+
   private toSpool(record: SpoolRecord): void {
     const write: Promise<void> = this.spool.append(record).then(
       () => {
         this.spoolWrites.delete(write);
         this.drainer.spooled(this.busUp);
+        this.durable(record);
       },
       (err: unknown) => {
         this.spoolWrites.delete(write);

@@ -21,6 +21,9 @@ import {
  *   (the lane, e.g. `openai`), endpoint_id and provider_model_id describe the candidate that
  *   answered; null when no attempt was made (rejected before dispatch).
  * - status, http_status, error {type, code}: the outcome the caller saw; error is null on success.
+ *   `interrupted`: the upstream call began and the gateway process died before the request ended
+ *   (written from the gateway's journal by the next start, journal.ts); http_status 500, error
+ *   code `interrupted`, no usage, billing failed with reason `interrupted` (not charged).
  * - started_at, finished_at: RFC 3339 with milliseconds. latency_ms: whole request. ttfb_ms: first
  *   byte sent to the caller; null when nothing was sent.
  * - attempts: the attempt trail, SPEC 2.4 entries (source, kind, status_code, message) plus
@@ -187,7 +190,7 @@ export const requestCompletedSchema = z
     endpoint_id: z.string().nullable(),
     provider_model_id: z.string().nullable(),
     stream: z.boolean(),
-    status: z.enum(['success', 'error']),
+    status: z.enum(['success', 'error', 'interrupted']),
     http_status: z.number().int().min(100).max(599),
     error: z.object({ type: z.string(), code: z.string().nullable() }).nullable(),
     started_at: instant,
@@ -214,7 +217,7 @@ export const requestCompletedSchema = z
     // tracing means a producer bug leaked payloads, and ingest must not store them.
     if (e.bodies && (e.bodies.request || e.bodies.response) && !e.trace.full_tracing)
       ctx.addIssue({ code: 'custom', path: ['bodies'], message: 'bodies without full tracing' });
-    if (e.status === 'error' && e.error === null)
+    if (e.status !== 'success' && e.error === null)
       ctx.addIssue({ code: 'custom', path: ['error'], message: 'a failed request names its error' });
   });
 

@@ -41,12 +41,18 @@ export class EventStreamWriter implements FrameSink {
     return this.draining;
   }
 
-  /** Writes what is queued and the last frames, then ends the response. */
+  /**
+   * Takes what is queued and the last frames (captured now), and ends the response once the current
+   * turn is over: the request path records the request in this turn, so its record is written
+   * before the client can see the end of the reply (FrameSink.end, SPEC 2.5).
+   */
   end(frames: string | readonly string[] = []): void {
     this.write(frames);
     const text = this.take();
-    if (this.res.destroyed || this.res.writableEnded) return;
-    this.res.end(text);
+    process.nextTick(() => {
+      if (this.res.destroyed || this.res.writableEnded) return;
+      this.res.end(text);
+    });
   }
 
   private readonly flush = (): void => {
