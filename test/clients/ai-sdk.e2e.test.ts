@@ -4,6 +4,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, type LanguageModel, stepCountIs, streamText, tool } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { message } from '../fakes/anthropic-upstream.js';
 import {
   type ClientsEnv,
   MODELS,
@@ -110,17 +111,13 @@ describe.each(providers)('%s', (_name, modelOf) => {
 describe('a server tool a Claude upstream ran itself, streamed to @ai-sdk/openai-compatible', () => {
   it('ends normally with the text (no InvalidResponseDataError)', async () => {
     env.anthropic.enqueue(
-      // biome-ignore lint/suspicious/noExplicitAny: the fake's block union is wider than its import here
-      {
-        kind: 'message',
-        spec: {
-          blocks: [
-            { type: 'server_tool_use', name: 'web_search', input: { query: 'Oslo weather' } },
-            { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] },
-            { type: 'text', text: 'Sunny.' },
-          ],
-        },
-      } as any,
+      message({
+        blocks: [
+          { type: 'server_tool_use', name: 'web_search', input: { query: 'Oslo weather' } },
+          { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] },
+          { type: 'text', text: 'Sunny.' },
+        ],
+      }),
     );
     const model = createOpenAICompatible({ name: 'gateway', baseURL: env.v1, apiKey: env.key }).chatModel(
       'claude-sonnet',
