@@ -12,6 +12,7 @@ import { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
 import { HealthRegistry } from '../lib/health.js';
 import { VERSION } from '../lib/version.js';
 import type { ObjectStore } from '../objects/port.js';
+import { configureUpstreams } from '../providers/destinations.js';
 import { ROLE_FACTORIES } from '../roles/index.js';
 import { ROLE_NAMES, type Role, type RoleName } from '../roles/role.js';
 import { CliError } from './output.js';
@@ -61,6 +62,8 @@ export const startService = async (
   const logger = options.logger ?? pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
   const checkpoint = () => options.signal?.throwIfAborted();
   const secrets = await loadSecrets(config);
+  // Tenant origins are checked on the address dialled (SPEC 4.7 outbound calls).
+  configureUpstreams({ allowPrivateDestinations: config.SVC_TENANT_PRIVATE_DESTINATIONS === 'allow' });
   checkpoint();
   const database = await openDatabase(config, {
     application: 'svc-serve',
