@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  configureUpstreams,
   type DestinationPolicy,
   DestinationRefused,
   destinationOf,
@@ -12,9 +13,12 @@ import {
 import { callUpstream } from './http.js';
 
 // SPEC 4.7 keeps loopback HTTP for operators; a tenant's origin is checked on every address it
-// resolves to, at the moment the socket dials.
+// resolves to, at the moment the socket dials, and never reaches this gateway's own listener.
 
-const policy = (allowPrivate: boolean): DestinationPolicy => ({ allowPrivate });
+const policy = (allowPrivate: boolean, self: [string, number][] = []): DestinationPolicy => ({
+  allowPrivate,
+  isSelf: (address, port) => self.some(([a, p]) => a === address && p === port),
+});
 
 /** A resolver that answers from a table, as a DNS server under someone else's control would. */
 const table =
@@ -46,7 +50,7 @@ const names = table({
 
 describe('guardedLookup', () => {
   it('passes a name whose every address is public, in the form net.connect asked for', async () => {
-    const lookup = guardedLookup(policy(false), names);
+    const lookup = guardedLookup(policy(false), 443, names);
     expect(await lookupWith(lookup, 'public.example', false)).toEqual({
       err: null,
       address: '93.184.216.34',
@@ -57,7 +61,7 @@ describe('guardedLookup', () => {
   });
 
   it('refuses a name that resolves to a loopback, link-local or private address', async () => {
-    const lookup = guardedLookup(policy(false), names);
+    const lookup = guardedLookup(policy(false), 443, names);
     for (const [name, cls] of [
       ['rebound.example', 'loopback'],
       ['mixed.example', 'link-local'],
@@ -70,13 +74,17 @@ describe('guardedLookup', () => {
     }
   });
 
-  it('passes internal addresses when the operator allows them', async () => {
-    const allowed = guardedLookup(policy(true), names);
+  it('passes internal addresses when the operator allows them, but never the gateway itself', async () => {
+    const allowed = guardedLookup(policy(true, [['127.0.0.1', 8080]]), 9000, names);
     expect((await lookupWith(allowed, 'rebound.example', false)).err).toBeNull();
+    const self = guardedLookup(policy(true, [['127.0.0.1', 8080]]), 8080, names);
+    const { err } = await lookupWith(self, 'rebound.example', false);
+    expect(err).toBeInstanceOf(DestinationRefused);
+    expect(err?.message).toContain('this gateway itself');
   });
 
   it('hands resolution errors through unchanged', async () => {
-    const { err } = await lookupWith(guardedLookup(policy(false), names), 'nowhere.example', false);
+    const { err } = await lookupWith(guardedLookup(policy(false), 443, names), 'nowhere.example', false);
     expect((err as NodeJS.ErrnoException).code).toBe('ENOTFOUND');
   });
 });
@@ -87,7 +95,7 @@ describe('a tenant pool dials only what the policy allows', () => {
   const hits: string[] = [];
   beforeAll(async () => {
     server = createServer((req, res) => {
-      hits.push(String(req.url));
+      hits.push(String(req.headers['x-svc-hop'] ?? ''));
       req.resume();
       res.statusCode = 418;
       res.end('internal secret body');
@@ -96,6 +104,7 @@ describe('a tenant pool dials only what the policy allows', () => {
     port = (server.address() as AddressInfo).port;
   });
   afterAll(async () => {
+    configureUpstreams({ allowPrivateDestinations: false, hop: null });
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });
@@ -127,12 +136,16 @@ describe('a tenant pool dials only what the policy allows', () => {
     expect(hits).toEqual([]);
   });
 
-  it('allowed private destinations are reached', async () => {
+  it('allowed private destinations are reached, carrying the hop mark; the own listener is not', async () => {
     hits.length = 0;
+    configureUpstreams({ allowPrivateDestinations: true, hop: 'mark-1' });
     const reached = await send('127.0.0.1', policy(true));
     expect(reached.ok).toBe(true);
     if (reached.ok) await reached.response.body.dump();
-    expect(hits).toEqual(['/v1/chat/completions']);
+    expect(hits).toEqual(['mark-1']);
+    const self = await send('127.0.0.1', policy(true, [['127.0.0.1', port]]));
+    expect(self).toMatchObject({ ok: false, failure: { kind: 'UpstreamError', retryable: false } });
+    expect(hits).toHaveLength(1);
   });
 });
 

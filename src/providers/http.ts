@@ -1,10 +1,12 @@
 import { Agent, type Dispatcher, request, errors as undiciErrors } from 'undici';
+import { HOP_HEADER } from '../lib/hop.js';
 import { type SseEvent, SseParser } from '../lib/sse.js';
 import {
   AGENT_OPTIONS,
   type Destination,
   DestinationRefused,
   guardedAgent,
+  outboundHop,
   processPolicy,
 } from './destinations.js';
 import { type AttemptFailure, StreamFailure } from './provider.js';
@@ -21,6 +23,12 @@ export const tenantAgent = guardedAgent(processPolicy);
 /** The pool for an origin: the operator's pass as SPEC 4.7 says, a tenant's are checked. */
 export const agentFor = (destination: Destination): Dispatcher =>
   destination === 'tenant' ? tenantAgent : upstreamAgent;
+
+/** The request headers with this deployment's hop mark added (lib/hop.ts), when it has one. */
+export const withHop = (headers: Record<string, string>): Record<string, string> => {
+  const hop = outboundHop();
+  return hop === null ? headers : { ...headers, [HOP_HEADER]: hop };
+};
 
 export type UpstreamResponse = Awaited<ReturnType<typeof request>>;
 
@@ -174,7 +182,7 @@ export const callUpstream = (options: {
     }, options.timeoutMs);
     request(options.url, {
       method: 'POST',
-      headers: options.headers,
+      headers: withHop(options.headers),
       body: options.body,
       signal: controller.signal,
       dispatcher: options.dispatcher ?? agentFor(options.destination ?? 'operator'),

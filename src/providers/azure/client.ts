@@ -1,6 +1,6 @@
 import { Agent, type Dispatcher, request } from 'undici';
-import { type Destination, DestinationRefused, guardedAgent } from '../destinations.js';
-import { agentFor, cappedMessage, readCapped } from '../http.js';
+import { type Destination, DestinationRefused, guardedAgent, processPolicy } from '../destinations.js';
+import { agentFor, cappedMessage, readCapped, withHop } from '../http.js';
 
 /**
  * The small HTTP client of the operator-side calls (deployment listings, catalog probes). They run
@@ -52,7 +52,7 @@ export const azureHttp = (
       try {
         const response = await request(url, {
           method,
-          headers,
+          headers: withHop(headers),
           ...(body === undefined ? {} : { body }),
           dispatcher: pool(destination),
           headersTimeout: timeoutMs,
@@ -83,7 +83,7 @@ export const withOwnPool = async <T>(
   options: { timeoutMs?: number; allowPrivateDestinations?: boolean } = {},
 ): Promise<T> => {
   const agent = new Agent({ keepAliveTimeout: 1_000 });
-  const policy = { allowPrivate: options.allowPrivateDestinations === true };
+  const policy = { allowPrivate: options.allowPrivateDestinations === true, isSelf: processPolicy.isSelf };
   const tenant = guardedAgent(policy, { keepAliveTimeout: 1_000 });
   try {
     const http = azureHttp({
