@@ -10,8 +10,10 @@ import type { Bus } from '../events/bus.js';
 import { PostgresEventStore } from '../events/postgres/event-store.js';
 import { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
 import { HealthRegistry } from '../lib/health.js';
+import { hopValue } from '../lib/hop.js';
 import { VERSION } from '../lib/version.js';
 import type { ObjectStore } from '../objects/port.js';
+import { addOwnListener, configureUpstreams } from '../providers/destinations.js';
 import { ROLE_FACTORIES } from '../roles/index.js';
 import { ROLE_NAMES, type Role, type RoleName } from '../roles/role.js';
 import { CliError } from './output.js';
@@ -61,6 +63,11 @@ export const startService = async (
   const logger = options.logger ?? pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
   const checkpoint = () => options.signal?.throwIfAborted();
   const secrets = await loadSecrets(config);
+  // Every upstream call carries this deployment's hop mark; tenant origins are checked when dialled.
+  configureUpstreams({
+    allowPrivateDestinations: config.SVC_TENANT_PRIVATE_DESTINATIONS === 'allow',
+    hop: hopValue(secrets.masterKey),
+  });
   checkpoint();
   const database = await openDatabase(config, {
     application: 'svc-serve',
@@ -164,6 +171,8 @@ export const startService = async (
     await app.listen({ host: config.SVC_HTTP_HOST, port: config.SVC_HTTP_PORT });
     const address = app.server.address();
     const httpPort = typeof address === 'object' && address ? address.port : config.SVC_HTTP_PORT;
+    // A tenant origin never dials this listener (the hop mark covers addresses it cannot know).
+    if (typeof address === 'object' && address) addOwnListener(address.address, address.port);
     grpcServer = createGrpcServer({ health, roles, version: VERSION });
     const grpcPort = await bindGrpc(grpcServer, config.SVC_HTTP_HOST, config.SVC_GRPC_PORT);
     for (const role of roles) {

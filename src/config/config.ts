@@ -113,6 +113,13 @@ export const configSchema = z.object({
    * `v8` leaves V8's heuristics and NODE_OPTIONS alone.
    */
   SVC_HEAP: z.enum(['auto', 'lean', 'v8']).default('auto'),
+  /**
+   * SPEC 4.7 allows loopback HTTP origins, meant for operators and tests. Upstream origins a tenant
+   * sets (connection base_url, deployment host resource and domain, project endpoint) reach public
+   * addresses only unless this says `allow`: not loopback, private, link-local or metadata hosts,
+   * checked at create and on the address dialled. Operator lanes and platform keys are not limited.
+   */
+  SVC_TENANT_PRIVATE_DESTINATIONS: z.enum(['refuse', 'allow']).default('refuse'),
   SVC_GATEWAY_MAX_RESPONSE_BYTES: positiveInt.optional(),
   SVC_GATEWAY_MAX_REQUEST_BYTES: positiveInt.default(16 * 1024 * 1024),
   SVC_GATEWAY_MAX_UPSTREAM_BYTES: positiveInt.default(32 * 1024 * 1024),

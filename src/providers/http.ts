@@ -1,17 +1,34 @@
 import { Agent, type Dispatcher, request, errors as undiciErrors } from 'undici';
+import { HOP_HEADER } from '../lib/hop.js';
 import { type SseEvent, SseParser } from '../lib/sse.js';
+import {
+  AGENT_OPTIONS,
+  type Destination,
+  DestinationRefused,
+  guardedAgent,
+  outboundHop,
+  processPolicy,
+} from './destinations.js';
 import { type AttemptFailure, StreamFailure } from './provider.js';
 
 /**
  * One keep-alive pool per upstream origin (undici's Agent keeps them), shared by every adapter.
  * Upstream calls never go through the global fetch: pools, timeouts and body limits stay explicit.
+ * Origins a tenant chose go through their own pool, whose connections are checked on the address
+ * dialled (providers/destinations.ts).
  */
-export const upstreamAgent = new Agent({
-  keepAliveTimeout: 30_000,
-  keepAliveMaxTimeout: 600_000,
-  connections: 256,
-  pipelining: 1,
-});
+export const upstreamAgent = new Agent(AGENT_OPTIONS);
+export const tenantAgent = guardedAgent(processPolicy);
+
+/** The pool for an origin: the operator's pass as SPEC 4.7 says, a tenant's are checked. */
+export const agentFor = (destination: Destination): Dispatcher =>
+  destination === 'tenant' ? tenantAgent : upstreamAgent;
+
+/** The request headers with this deployment's hop mark added (lib/hop.ts), when it has one. */
+export const withHop = (headers: Record<string, string>): Record<string, string> => {
+  const hop = outboundHop();
+  return hop === null ? headers : { ...headers, [HOP_HEADER]: hop };
+};
 
 export type UpstreamResponse = Awaited<ReturnType<typeof request>>;
 
@@ -94,6 +111,9 @@ export const failureFromStatus = async (
 
 /** Transport failures get a fixed category: the raw error would embed the upstream URL (SPEC 7.3). */
 export const transportFailure = (err: unknown, aborted: 'client' | 'deadline' | null): AttemptFailure => {
+  // Not worth a retry: the same origin resolves the same way. Another candidate may still serve.
+  if (err instanceof DestinationRefused)
+    return { kind: 'UpstreamError', message: err.message, retryable: false, fallback: true };
   if (
     aborted === 'deadline' ||
     err instanceof undiciErrors.HeadersTimeoutError ||
@@ -130,7 +150,9 @@ export const callUpstream = (options: {
   timeoutMs: number;
   /** Time allowed between body chunks once headers arrived (streams stay open for long). */
   bodyTimeoutMs: number;
-  /** The connection pool; the shared upstream agent unless a test brings its own. */
+  /** Whose choice the origin is: a tenant's is checked on the address dialled. Default operator. */
+  destination?: Destination;
+  /** The connection pool; the one for `destination` unless a test brings its own. */
   dispatcher?: Dispatcher;
 }): Promise<CallResult> => {
   if (options.signal.aborted)
@@ -160,10 +182,10 @@ export const callUpstream = (options: {
     }, options.timeoutMs);
     request(options.url, {
       method: 'POST',
-      headers: options.headers,
+      headers: withHop(options.headers),
       body: options.body,
       signal: controller.signal,
-      dispatcher: options.dispatcher ?? upstreamAgent,
+      dispatcher: options.dispatcher ?? agentFor(options.destination ?? 'operator'),
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.bodyTimeoutMs,
     }).then(

@@ -24,11 +24,13 @@ export const makeControlPlane = (
   pool: Pool,
   masterKey: Buffer,
   clock: () => Date = () => new Date(),
+  options: { allowPrivateDestinations?: boolean } = {},
 ): ControlPlane => {
   const reads = new ControlPlaneReads(pool);
   const commands = controlPlaneCommands({
     store,
     clock,
+    allowPrivateDestinations: options.allowPrivateDestinations === true,
     readYourWrites: (position) => catchUp(pool, controlPlaneProjection, position),
     masterKey,
     workspaces: workspaceDirectory(pool),
@@ -39,7 +41,9 @@ export const makeControlPlane = (
 };
 
 export const controlPlaneRole = (ctx: RoleContext): Role => {
-  const cp = makeControlPlane(ctx.eventStore, ctx.pool, ctx.masterKey);
+  const cp = makeControlPlane(ctx.eventStore, ctx.pool, ctx.masterKey, undefined, {
+    allowPrivateDestinations: ctx.config.SVC_TENANT_PRIVATE_DESTINATIONS === 'allow',
+  });
   const relay = new ProjectionRunner(ctx.pool, ctx.databaseUrl, [auditRelay(ctx.bus)], {
     onError: (_name, err) => ctx.logger.warn({ err }, 'audit relay batch failed; retrying'),
   });

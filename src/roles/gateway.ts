@@ -3,6 +3,7 @@ import { spendCaps } from '../commands/spend-cap/reads.js';
 import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
 import { grpcMonthlySpend } from '../edges/grpc/query-client.js';
 import type { GatewayEdgeDeps } from '../edges/http/gateway/client.js';
+import { refuseOwnHops } from '../edges/http/gateway/loop.js';
 import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
 import { journalPath, RequestJournal } from '../events/envelopes/journal.js';
 import { adoptJournals } from '../events/envelopes/journal-recovery.js';
@@ -15,6 +16,7 @@ import { SnapshotCache } from '../gateway/snapshot-cache.js';
 import { type MonthlySpend, SpendCapCache } from '../gateway/spend-caps.js';
 import { tenancySource } from '../gateway/tenancy.js';
 import { describeError } from '../lib/errors.js';
+import { hopValue } from '../lib/hop.js';
 import { labelled } from '../lib/metrics.js';
 import { anthropicAdapter } from '../providers/anthropic/adapter.js';
 import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
@@ -178,7 +180,11 @@ export const gatewayRole = (ctx: RoleContext): Role => {
   };
   return {
     name: 'gateway',
-    http: (app) => registerGatewayRoutes(app, keys, chat),
+    http: (app) => {
+      // A request one of this deployment's upstream calls sent back here is refused first.
+      refuseOwnHops(app, hopValue(ctx.masterKey));
+      return registerGatewayRoutes(app, keys, chat);
+    },
     // Caches warm before the servers listen, so no request meets a cold one.
     prepare: async () => {
       publisher = await RequestRecordPublisher.open({

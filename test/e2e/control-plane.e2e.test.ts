@@ -265,7 +265,7 @@ describe('authorization over real HTTP', () => {
       provider: 'openai',
       name: 'primary',
       secret: OPENAI_SECRET,
-      base_url: 'http://127.0.0.1:9999',
+      base_url: 'https://openai-proxy.example.com',
     });
     expect(openai.status).toBe(201);
     await svc([

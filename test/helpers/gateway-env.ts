@@ -29,6 +29,9 @@ export const startGatewayEnv = async (
     SVC_ADMIN_TOKEN: admin,
     SVC_MASTER_KEY: randomBytes(32).toString('hex'),
     SVC_DATA_DIR: dataDir,
+    // The fakes these tests point tenant connections at listen on 127.0.0.1; the tenant
+    // destination rules themselves are tested with this set to refuse.
+    SVC_TENANT_PRIVATE_DESTINATIONS: 'allow',
     ...extraEnv,
   };
   const svc = async (a: string[]) => {

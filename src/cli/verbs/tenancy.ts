@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Config } from '../../config/config.js';
 import { withOwnPool } from '../../providers/azure/client.js';
 import { type CredentialRef, discoverDeployments } from '../../providers/azure/discover.js';
 import { type ControlPlane, makeControlPlane } from '../../roles/control-plane.js';
@@ -8,8 +9,18 @@ import { withEventStore } from '../runtime.js';
 
 const cli = { id: 'cli' };
 
-export const withControlPlane = <T>(fn: (cp: ControlPlane) => Promise<T>): Promise<T> =>
-  withEventStore(({ store, db, secrets }) => fn(makeControlPlane(store, db.pool, secrets.masterKey)));
+/** SVC_TENANT_PRIVATE_DESTINATIONS holds for the CLI as for `svc serve`. */
+const allowsPrivate = (config: Config): boolean => config.SVC_TENANT_PRIVATE_DESTINATIONS === 'allow';
+
+export const withControlPlane = <T>(fn: (cp: ControlPlane, config: Config) => Promise<T>): Promise<T> =>
+  withEventStore(({ store, db, secrets, config }) =>
+    fn(
+      makeControlPlane(store, db.pool, secrets.masterKey, undefined, {
+        allowPrivateDestinations: allowsPrivate(config),
+      }),
+      config,
+    ),
+  );
 
 const parseJsonOption = (value: string | undefined, flag: string): unknown => {
   if (value === undefined) return undefined;
@@ -27,8 +38,10 @@ export const parseTtl = (value: string): number => {
 };
 
 const discover = async (ref: CredentialRef, opts: { apply?: boolean; json?: boolean }) => {
-  const report = await withControlPlane((cp) =>
-    withOwnPool((http) => discoverDeployments(cp, cli, ref, { apply: opts.apply === true, http })),
+  const report = await withControlPlane((cp, config) =>
+    withOwnPool((http) => discoverDeployments(cp, cli, ref, { apply: opts.apply === true, http }), {
+      allowPrivateDestinations: allowsPrivate(config),
+    }),
   );
   emit(opts.json, report, formatDiscovery);
 };

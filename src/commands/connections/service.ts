@@ -8,6 +8,7 @@ import type { ConnectionDirectory, ProjectDirectory } from '../ports.js';
 import { LANE_NAME } from '../registry/events.js';
 import { type Actor, CONFLICT_RETRIES, type CommandDeps, checkName, runCommand } from '../service.js';
 import { type Connection, connectionDecider, connectionStream, platformKeyStream } from './decider.js';
+import { refuseInternalDestinations } from './destinations.js';
 import { type ConnectionCommand, type ConnectionEvent, platformKeyAad } from './events.js';
 import type { LiveEndpoints, StoredCredentials } from './ports.js';
 import { validateConnection } from './validation.js';
@@ -18,6 +19,8 @@ export interface ConnectionDeps extends CommandDeps {
   directory: ProjectDirectory & ConnectionDirectory;
   credentials: StoredCredentials;
   endpoints: LiveEndpoints;
+  /** SVC_TENANT_PRIVATE_DESTINATIONS=allow: tenant connections may name internal hosts. */
+  allowPrivateDestinations?: boolean;
 }
 
 /**
@@ -90,6 +93,15 @@ export const connectionCommands = (deps: ConnectionDeps) => {
     retries = 0,
   ) => runCommand(deps, decider, stream, command, actor, tenantId, { retries });
 
+  /** A tenant connection also names public hosts only, unless the operator allows otherwise. */
+  const tenantValidated = (input: Parameters<typeof validateConnection>[0]) => {
+    const checked = validated(input);
+    if (deps.allowPrivateDestinations === true) return checked;
+    const refused = refuseInternalDestinations(checked);
+    if (!refused.ok) throw new ServiceError('bad_request', refused.message, { param: refused.field });
+    return checked;
+  };
+
   const commands = {
     async createConnection(
       actor: Actor,
@@ -106,7 +118,7 @@ export const connectionCommands = (deps: ConnectionDeps) => {
     ) {
       const n = checkName(input.name);
       const project = await deps.directory.requireProject(input.projectId, 'project_id');
-      const { provider, metadata, secret, baseUrl } = validated({
+      const { provider, metadata, secret, baseUrl } = tenantValidated({
         provider: input.provider,
         secret: input.secret,
         metadata: input.metadata,

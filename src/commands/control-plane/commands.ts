@@ -33,6 +33,8 @@ export interface ControlPlaneDeps extends CommandDeps {
     UserDirectory &
     StoredCredentials;
   endpoints: LiveEndpoints;
+  /** SVC_TENANT_PRIVATE_DESTINATIONS=allow: tenant connections may name internal hosts. */
+  allowPrivateDestinations?: boolean;
 }
 
 /**

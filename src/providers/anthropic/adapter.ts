@@ -1,4 +1,5 @@
 import type { CanonicalRequest } from '../contract.js';
+import { destinationOf } from '../destinations.js';
 import { callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
 import type {
   AttemptFailure,
@@ -147,6 +148,10 @@ const post = (
     signal: target.signal,
     timeoutMs: target.timeoutMs,
     bodyTimeoutMs: target.timeoutMs,
+    destination: destinationOf(
+      target.credentials,
+      target.credentials.baseUrl !== null ? 'connection' : 'lane',
+    ),
   });
 
 const countTokens = async (request: CanonicalRequest, target: AttemptTarget): Promise<CountOutcome> => {

@@ -6,6 +6,7 @@ import {
   azureEndpoint,
 } from '../../../test/fixtures/azure/azure.fixtures.js';
 import type { CanonicalRequest } from '../contract.js';
+import { configureUpstreams } from '../destinations.js';
 import type { JsonOutcome, RelayedEvent } from '../provider.js';
 import { azureAdapter } from './adapter.js';
 
@@ -33,6 +34,8 @@ let fake: FakeAzure;
 const API_VERSION = '2024-10-21';
 
 beforeAll(async () => {
+  // The fake listens on 127.0.0.1 and the tenant's connection points at it (SPEC 4.7 tenant destinations).
+  configureUpstreams({ allowPrivateDestinations: true });
   fake = await startFakeAzure({
     apiKey: 'azure-resource-key',
     apiVersion: API_VERSION,

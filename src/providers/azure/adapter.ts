@@ -36,6 +36,7 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
       signal: target.signal,
       timeoutMs: target.timeoutMs,
       bodyTimeoutMs: target.timeoutMs,
+      destination: call.destination,
     });
     if (!called.ok) return called;
     return openAiShapedOutcome(called.response, request.stream, target.limits);

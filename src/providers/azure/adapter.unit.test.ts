@@ -7,6 +7,7 @@ import {
   chatRequest,
 } from '../../../test/fixtures/azure/azure.fixtures.js';
 import type { CanonicalChunk } from '../contract.js';
+import { configureUpstreams } from '../destinations.js';
 import { azureAdapter } from './adapter.js';
 import { azureHttp } from './client.js';
 import { deploymentCall, embeddingsRequest, responsesRequest } from './requests.js';
@@ -18,6 +19,8 @@ let fake: FakeAzure;
 const API_VERSION = '2024-10-21';
 
 beforeAll(async () => {
+  // The fake listens on 127.0.0.1 and the tenant's connection points at it (SPEC 4.7 tenant destinations).
+  configureUpstreams({ allowPrivateDestinations: true });
   fake = await startFakeAzure({
     apiKey: 'azure-resource-key',
     apiVersion: API_VERSION,

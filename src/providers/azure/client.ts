@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher, request } from 'undici';
-import { cappedMessage, readCapped, upstreamAgent } from '../http.js';
+import { type Destination, DestinationRefused, guardedAgent, processPolicy } from '../destinations.js';
+import { agentFor, cappedMessage, readCapped, withHop } from '../http.js';
 
 /**
  * The small HTTP client of the operator-side calls (deployment listings, catalog probes). They run
@@ -20,10 +21,13 @@ export interface AzureHttp {
     url: string,
     headers: Record<string, string>,
     body?: string,
+    /** Whose choice the URL is; a tenant's is checked on the address dialled. Default operator. */
+    destination?: Destination,
   ): Promise<HttpResult>;
 }
 
 const describeTransport = (err: unknown): string => {
+  if (err instanceof DestinationRefused) return `not called: ${err.message}`;
   const code = (err as { code?: unknown }).code;
   const cause = (err as { cause?: { code?: unknown } }).cause?.code;
   const named = typeof cause === 'string' ? cause : typeof code === 'string' ? code : null;
@@ -31,18 +35,26 @@ const describeTransport = (err: unknown): string => {
 };
 
 export const azureHttp = (
-  options: { dispatcher?: Dispatcher; timeoutMs?: number; maxBytes?: number } = {},
+  options: {
+    dispatcher?: Dispatcher;
+    /** The pool for tenant URLs; the process's checked pool unless given. */
+    tenantDispatcher?: Dispatcher;
+    timeoutMs?: number;
+    maxBytes?: number;
+  } = {},
 ): AzureHttp => {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxBytes = options.maxBytes ?? 8 * 1024 * 1024;
+  const pool = (destination: Destination) =>
+    (destination === 'tenant' ? options.tenantDispatcher : options.dispatcher) ?? agentFor(destination);
   return {
-    send: async (method, url, headers, body) => {
+    send: async (method, url, headers, body, destination = 'operator') => {
       try {
         const response = await request(url, {
           method,
-          headers,
+          headers: withHop(headers),
           ...(body === undefined ? {} : { body }),
-          dispatcher: options.dispatcher ?? upstreamAgent,
+          dispatcher: pool(destination),
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
           signal: AbortSignal.timeout(timeoutMs),
@@ -62,15 +74,25 @@ export const excerpt = (text: string, max = 300): string => {
   return line.length > max ? `${line.slice(0, max)}…` : line;
 };
 
-/** For one-shot commands: a private pool, closed afterwards so that the process can exit. */
+/**
+ * For one-shot commands: private pools, closed afterwards so that the process can exit. Tenant URLs
+ * are checked as in `svc serve`, with the operator's SVC_TENANT_PRIVATE_DESTINATIONS.
+ */
 export const withOwnPool = async <T>(
   fn: (http: AzureHttp) => Promise<T>,
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; allowPrivateDestinations?: boolean } = {},
 ): Promise<T> => {
   const agent = new Agent({ keepAliveTimeout: 1_000 });
+  const policy = { allowPrivate: options.allowPrivateDestinations === true, isSelf: processPolicy.isSelf };
+  const tenant = guardedAgent(policy, { keepAliveTimeout: 1_000 });
   try {
-    return await fn(azureHttp({ ...options, dispatcher: agent }));
+    const http = azureHttp({
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      dispatcher: agent,
+      tenantDispatcher: tenant,
+    });
+    return await fn(http);
   } finally {
-    await agent.close();
+    await Promise.all([agent.close(), tenant.close()]);
   }
 };

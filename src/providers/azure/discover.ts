@@ -1,4 +1,5 @@
 import { ServiceError } from '../../lib/errors.js';
+import { destinationOf } from '../destinations.js';
 import type { AzureHttp } from './client.js';
 import {
   type ClassifiedDeployment,
@@ -83,9 +84,13 @@ export const discoverDeployments = async (
     adapter: provider,
   });
   if (!origin.ok) throw new ServiceError('bad_request', `the ${provider} credential has ${origin.message}`);
+  // A tenant connection's own origin and project endpoint are checked on the address dialled.
+  const funding = 'connectionId' in ref ? 'byok' : 'wallet';
   const listing = await listDeployments(
     {
       origin: origin.origin,
+      originDestination: destinationOf({ funding }, origin.source),
+      projectDestination: destinationOf({ funding }, 'connection'),
       secret: subject.secret,
       ...(metadata.value.project_endpoint === undefined
         ? {}

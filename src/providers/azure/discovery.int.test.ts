@@ -10,6 +10,7 @@ import { newId } from '../../lib/ids.js';
 import { auditRecordOf } from '../../projections/audit-relay/audit-record.js';
 import { catchUpRegistry, sharedFactsFrom } from '../../projections/registry/queries.js';
 import { type ControlPlane, makeControlPlane } from '../../roles/control-plane.js';
+import { configureUpstreams } from '../destinations.js';
 import type { EndpointFacts } from '../endpoint.js';
 import { azureHttp } from './client.js';
 import { discoverDeployments } from './discover.js';
@@ -75,9 +76,11 @@ const DEPLOYMENTS = [
 ];
 
 beforeAll(async () => {
+  // The fake listens on 127.0.0.1 and the tenant's connection points at it (SPEC 4.7 tenant destinations).
+  configureUpstreams({ allowPrivateDestinations: true });
   db = await createTestDatabase();
   store = new PostgresEventStore(db.pool, db.url);
-  cp = makeControlPlane(store, db.pool, randomBytes(32));
+  cp = makeControlPlane(store, db.pool, randomBytes(32), undefined, { allowPrivateDestinations: true });
   fake = await startFakeAzure({
     apiKey: KEY,
     apiVersion: '2024-10-21',

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeAzure, startFakeAzure } from '../../../test/fakes/azure-openai.js';
 import { ServiceError } from '../../lib/errors.js';
+import { configureUpstreams } from '../destinations.js';
 import { azureHttp } from './client.js';
 import {
   type CredentialRef,
@@ -19,6 +20,8 @@ let fake: FakeAzure;
 const http = azureHttp({ timeoutMs: 2_000 });
 
 beforeAll(async () => {
+  // The fake listens on 127.0.0.1 and the tenant's connection points at it (SPEC 4.7 tenant destinations).
+  configureUpstreams({ allowPrivateDestinations: true });
   fake = await startFakeAzure({
     apiKey: KEY,
     apiVersion: '2024-10-21',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Destination } from '../destinations.js';
 import { type AzureHttp, excerpt } from './client.js';
 import { shortDeploymentName } from './origin.js';
 
@@ -23,6 +24,9 @@ export interface ListedDeployment {
 export interface ListingTarget {
   /** The data-plane origin (SPEC 4.7 origin resolution). */
   origin: string;
+  /** Whose choice the origin and the project endpoint are (providers/destinations.ts); default operator. */
+  originDestination?: Destination;
+  projectDestination?: Destination;
   projectEndpoint?: string;
   discoveryApiVersion?: string;
   secret: string;
@@ -118,13 +122,15 @@ const listSurface = async (
   surface: SurfaceName,
   url: string,
   secret: string,
+  destination: Destination,
   tried: TriedSurface[],
 ): Promise<ListedDeployment[] | null> => {
   const origin = new URL(url).origin;
   const deployments: ListedDeployment[] = [];
   let next: string | null = url;
   for (let pages = 0; next !== null && pages < MAX_PAGES; pages++) {
-    const result = await http.send('GET', next, { 'api-key': secret, accept: 'application/json' });
+    const headers = { 'api-key': secret, accept: 'application/json' };
+    const result = await http.send('GET', next, headers, undefined, destination);
     if (!result.ok) {
       tried.push({ surface, url: next, outcome: result.error });
       return null;
@@ -153,21 +159,23 @@ const listSurface = async (
  * message names every URL tried and what each returned.
  */
 export const listDeployments = async (target: ListingTarget, http: AzureHttp): Promise<Listing> => {
-  const surfaces: [SurfaceName, string][] = [];
+  const surfaces: [SurfaceName, string, Destination][] = [];
   const version = (fallback: string) => encodeURIComponent(target.discoveryApiVersion ?? fallback);
   if (target.projectEndpoint !== undefined) {
     surfaces.push([
       'projects',
       `${target.projectEndpoint}/deployments?api-version=${version(PROJECTS_LISTING_VERSION)}`,
+      target.projectDestination ?? 'operator',
     ]);
   }
   surfaces.push([
     'data-plane',
     `${target.origin}/openai/deployments?api-version=${version(DATA_PLANE_LISTING_VERSION)}`,
+    target.originDestination ?? 'operator',
   ]);
   const tried: TriedSurface[] = [];
-  for (const [surface, url] of surfaces) {
-    const deployments = await listSurface(http, surface, url, target.secret, tried);
+  for (const [surface, url, destination] of surfaces) {
+    const deployments = await listSurface(http, surface, url, target.secret, destination, tried);
     if (deployments !== null) return { ok: true, surface, url, deployments, tried };
   }
   const lines = tried.map((t) => `GET ${t.url} -> ${t.outcome}`);

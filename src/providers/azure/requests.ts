@@ -1,3 +1,4 @@
+import { type Destination, destinationOf } from '../destinations.js';
 import type { RegistryEndpoint } from '../endpoint.js';
 import type { AttemptFailure, Credentials } from '../provider.js';
 import type { DeploymentHostMetadata } from './credentials.js';
@@ -46,6 +47,9 @@ export const notConfigured = (message: string): AttemptFailure => ({
 
 export interface DeploymentCall {
   origin: string;
+  /** Whose choice the origin is, and the resource host's (SPEC 4.7; providers/destinations.ts). */
+  destination: Destination;
+  hostDestination: Destination;
   deployment: string;
   metadata: DeploymentHostMetadata;
   adapter: DeploymentHostAdapter;
@@ -77,11 +81,22 @@ export const deploymentCall = (
   });
   if (!origin.ok)
     return { ok: false, failure: notConfigured(`the ${adapter} connection has ${origin.message}`) };
-  return { ok: true, call: { origin: origin.origin, deployment, metadata: metadata.value, adapter } };
+  return {
+    ok: true,
+    call: {
+      origin: origin.origin,
+      destination: destinationOf(credentials, origin.source),
+      hostDestination: destinationOf(credentials, 'derived'),
+      deployment,
+      metadata: metadata.value,
+      adapter,
+    },
+  };
 };
 
 export interface PreparedRequest {
   url: string;
+  destination: Destination;
   headers: Record<string, string>;
   body: string;
 }
@@ -95,6 +110,7 @@ export const embeddingsRequest = (
   requestId: string,
 ): PreparedRequest => ({
   url: embeddingsUrl(call.origin, call.deployment, call.metadata.api_version),
+  destination: call.destination,
   headers: azureHeaders(secret, requestId, false),
   body: JSON.stringify({ ...raw, model: endpoint.model }),
 });
@@ -107,6 +123,7 @@ export const responsesRequest = (
   requestId: string,
 ): PreparedRequest => ({
   url: responsesUrl(call.metadata, call.adapter),
+  destination: call.hostDestination,
   headers: azureHeaders(secret, requestId, raw.stream === true),
   body: JSON.stringify({ ...raw, model: call.deployment }),
 });

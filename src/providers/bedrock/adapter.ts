@@ -1,11 +1,17 @@
 import type { CanonicalRequest } from '../contract.js';
+import { type Destination, destinationOf } from '../destinations.js';
 import { callUpstream, readCapped, type UpstreamResponse } from '../http.js';
 import type { AttemptFailure, AttemptOutcome, AttemptTarget, ProviderAdapter } from '../provider.js';
 import { type AccessKeyPair, parseAccessKeyPair } from './credentials.js';
 import { runtimeEmbeddings } from './embeddings.js';
 import { type RuntimeEvent, runtimeEvents } from './eventstream.js';
 import { bodyMessage, documentedStatus, exceptionFailure, exceptionName } from './exceptions.js';
-import { encodeModelId, type ManagedRuntimeAdapter, resolveRuntimeOrigin } from './origin.js';
+import {
+  encodeModelId,
+  type ManagedRuntimeAdapter,
+  resolveRuntimeOrigin,
+  runtimeOriginSource,
+} from './origin.js';
 import { converseReply } from './reply.js';
 import { signRequest } from './sign.js';
 import { converseChunks } from './stream.js';
@@ -119,6 +125,8 @@ const streamed = async (response: UpstreamResponse, target: AttemptTarget): Prom
 /** Where and as whom one candidate's runtime calls go, or why they cannot go anywhere. */
 export interface RuntimeCall {
   origin: string;
+  /** Whose choice the origin is (providers/destinations.ts). */
+  destination: Destination;
   region: string;
   credentials: AccessKeyPair;
 }
@@ -136,7 +144,8 @@ export const runtimeCall = (
     return misconfigured(`the ${adapter} credential has no metadata.region`);
   const origin = resolveRuntimeOrigin(adapter, credentials.baseUrl, endpoint.base_url, region);
   if (!origin.ok) return misconfigured(`the ${adapter} origin is unusable: ${origin.message}`);
-  return { ok: true, call: { origin: origin.value, region, credentials: pair.value } };
+  const destination = destinationOf(credentials, runtimeOriginSource(credentials.baseUrl, endpoint.base_url));
+  return { ok: true, call: { origin: origin.value, destination, region, credentials: pair.value } };
 };
 
 /**
@@ -168,6 +177,7 @@ export const postSigned = async (
     signal: target.signal,
     timeoutMs: target.timeoutMs,
     bodyTimeoutMs: target.timeoutMs,
+    destination: call.destination,
   });
   if (!called.ok) return called;
   if (called.response.statusCode !== 200)

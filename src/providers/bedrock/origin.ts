@@ -24,6 +24,17 @@ const REGION = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 export const isRegion = (value: unknown): value is string => typeof value === 'string' && REGION.test(value);
 
+/** Which of SPEC 4.7's candidates resolveRuntimeOrigin takes: the first one present. */
+export const runtimeOriginSource = (
+  connectionBaseUrl: string | null,
+  laneBaseUrl: string | null,
+): 'connection' | 'lane' | 'derived' => {
+  if (connectionBaseUrl !== null && connectionBaseUrl !== '') return 'connection';
+  if (laneBaseUrl !== null && laneBaseUrl !== '' && laneBaseUrl.replace(/\/+$/, '') !== NO_BASE_URL)
+    return 'lane';
+  return 'derived';
+};
+
 /**
  * SPEC 4.7 origin resolution, first usable wins: the connection's base_url column, the lane default
  * from the catalog, the regional runtime host. A value that is present but unusable is refused
@@ -35,10 +46,9 @@ export const resolveRuntimeOrigin = (
   laneBaseUrl: string | null,
   region: string,
 ): Validated<string> => {
-  if (connectionBaseUrl !== null && connectionBaseUrl !== '')
-    return validateOrigin(connectionBaseUrl, 'base_url');
-  if (laneBaseUrl !== null && laneBaseUrl !== '' && laneBaseUrl.replace(/\/+$/, '') !== NO_BASE_URL)
-    return validateOrigin(laneBaseUrl, 'catalog base_url');
+  const source = runtimeOriginSource(connectionBaseUrl, laneBaseUrl);
+  if (source === 'connection') return validateOrigin(connectionBaseUrl, 'base_url');
+  if (source === 'lane') return validateOrigin(laneBaseUrl, 'catalog base_url');
   if (!isRegion(region)) {
     return {
       ok: false,

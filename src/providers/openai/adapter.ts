@@ -1,4 +1,5 @@
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest, ChatMessage, Usage } from '../contract.js';
+import { destinationOf } from '../destinations.js';
 import { callUpstream, failureFromStatus, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptOutcome,
@@ -120,6 +121,10 @@ const post = (target: AttemptTarget, path: string, body: string, stream: boolean
     signal: target.signal,
     timeoutMs: target.timeoutMs,
     bodyTimeoutMs: target.timeoutMs,
+    destination: destinationOf(
+      target.credentials,
+      target.credentials.baseUrl !== null ? 'connection' : 'lane',
+    ),
   });
 
 /** The inbound JSON with the upstream's model id: the other fields pass through unread. */
