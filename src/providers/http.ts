@@ -63,10 +63,10 @@ export const cappedMessage = (bytes: Buffer, over: boolean): string => {
   return `${text.replace(/\uFFFD+$/, '')}${TRUNCATION_MARK}`;
 };
 
-const providerError = (text: string): { message?: string; code?: string } => {
+const providerError = (text: string): { message?: string; code?: string; param?: string } => {
   try {
     const parsed = JSON.parse(text) as {
-      error?: { message?: unknown; code?: unknown; type?: unknown } | string;
+      error?: { message?: unknown; code?: unknown; type?: unknown; param?: unknown } | string;
       message?: unknown;
     };
     const e = parsed.error;
@@ -78,7 +78,8 @@ const providerError = (text: string): { message?: string; code?: string } => {
           ? parsed.message
           : undefined;
     const code = typeof e?.code === 'string' ? e.code : typeof e?.type === 'string' ? e.type : undefined;
-    return { message, code };
+    const param = typeof e?.param === 'string' ? e.param : undefined;
+    return { message, code, param };
   } catch {
     return {};
   }
@@ -104,6 +105,7 @@ export const failureFromStatus = async (
     message,
     ...(parsed.message !== undefined ? { providerMessage: parsed.message } : {}),
     ...(parsed.code !== undefined ? { providerCode: parsed.code } : {}),
+    ...(parsed.param !== undefined ? { providerParam: parsed.param } : {}),
     retryable,
     fallback,
   };

@@ -20,6 +20,8 @@ export interface AttemptFailure {
   providerMessage?: string;
   /** The provider's error code or exception name, when it named one. */
   providerCode?: string;
+  /** The request field the provider's error names (`error.param`), when it named one. */
+  providerParam?: string;
   /** Worth trying the same candidate again. */
   retryable: boolean;
   /** Worth trying the next candidate. */

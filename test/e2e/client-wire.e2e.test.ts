@@ -1,18 +1,26 @@
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { upsertOpenAi } from '../fakes/anthropic-upstream-gateway.js';
+import { type FakeOpenAI, startFakeOpenAI, status } from '../fakes/openai-upstream.js';
+import { connect, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
 // Wire details real clients read (SPEC 4.1 route table, 4.2, 7.2): an agents SDK's trace export
 // to /v1/traces/ingest is acknowledged, and an oversized /alt body is the Anthropic API's own
-// request_too_large.
+// request_too_large; an upstream's rejection reaches an SDK user with the upstream's code and param.
 
 let gw: GatewayEnv;
+let fake: FakeOpenAI;
 
 beforeAll(async () => {
+  fake = await startFakeOpenAI();
   gw = await startGatewayEnv({ SVC_GATEWAY_MAX_REQUEST_BYTES: '200000' });
+  await upsertOpenAi(gw, 'gpt-4o', fake.url);
+  await connect(gw, { provider: 'openai', secret: 'sk-openai-tenant' });
 });
 afterAll(async () => {
   await gw?.stop();
+  await fake?.close();
 });
 
 const ingest = (body: string, headers: Record<string, string> = {}) =>
@@ -86,5 +94,41 @@ describe('an oversized /alt body (SPEC 4.2, 7.2)', () => {
     const e = err as InstanceType<typeof Anthropic.APIError>;
     expect(e.status).toBe(413);
     expect(e.error).toMatchObject({ type: 'error', error: { type: 'request_too_large' } });
+  });
+});
+
+describe('an upstream 400 on /v1 (SPEC 7.1, 7.3)', () => {
+  it("keeps the upstream's message, code and param, as the openai SDK reads them", async () => {
+    const client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
+    let err: unknown;
+    for (let i = 0; i < 50; i++) {
+      fake.reset();
+      fake.enqueue(
+        status(400, {
+          error: {
+            message: "Invalid value for 'temperature': must be at most 2.",
+            type: 'invalid_request_error',
+            param: 'temperature',
+            code: 'invalid_value',
+          },
+        }),
+      );
+      err = await client.chat.completions
+        .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], temperature: 3 })
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
+      // The first calls may come before the gateway's snapshot knows the endpoint.
+      if (err instanceof OpenAI.BadRequestError) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    const e = err as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(e.status).toBe(400);
+    expect(e.code).toBe('invalid_value');
+    expect(e.param).toBe('temperature');
+    expect(e.message).toContain("Invalid value for 'temperature'");
+    expect(e.type).toBe('invalid_request_error');
   });
 });

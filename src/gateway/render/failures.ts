@@ -22,8 +22,16 @@ const surface = (
       if (s === 429) return { code: 'rate_limit_error', status: 429, message };
       // An overloaded upstream (529): overloaded_error on the alternate edge, 503 on the primary.
       if (s === 529) return { code: 'service_unavailable', status: 503, message };
+      // The upstream's own rejection of the request: its code and param reach the client, so an
+      // SDK user reads what the provider said, not the gateway's generic code (SPEC 7.1, 7.3).
       if (s >= 400 && s < 500 && s !== 401 && s !== 403 && s !== 404)
-        return { code: 'invalid_request_error', status: s, message };
+        return {
+          code: 'invalid_request_error',
+          status: s,
+          message,
+          ...(f.providerCode ? { displayCode: f.providerCode } : {}),
+          ...(f.providerParam ? { param: f.providerParam } : {}),
+        };
       return { code: 'upstream_error', status: 502, message };
     }
     default: {
