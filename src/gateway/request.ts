@@ -52,7 +52,12 @@ export async function serveRequest(deps: GatewayDeps, input: GatewayRequest): Pr
 
   const held = await holdEscrow(scope, admitted.candidates);
   if (!held.ok) return scope.fail(held.error);
-  return dispatch(scope, held.candidates);
+  try {
+    return await dispatch(scope, held.candidates);
+  } catch (err) {
+    scope.finishBroken();
+    throw err;
+  }
 }
 
 /** Dispatch, then the reply rendered or the stream relayed, metered and recorded. */

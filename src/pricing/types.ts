@@ -144,6 +144,8 @@ export const BILLING_REASONS = [
   'audio_output_exceeds_completion_tokens',
   'audio_input_breakdown_missing',
   'audio_output_breakdown_missing',
+  /** The served request's own body could not be read for pricing (SPEC 4.1 rule 10: served, not charged). */
+  'unreadable_request',
 ] as const;
 export type BillingReason = (typeof BILLING_REASONS)[number];
 

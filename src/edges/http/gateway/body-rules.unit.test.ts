@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../lib/errors.js';
-import { largestOutputLimit, outputLimit } from './body-rules.js';
+import { checkMessages, largestOutputLimit, outputLimit } from './body-rules.js';
 
 // What the gateway reads in a body is refused at the edge when it cannot read it (SPEC 4.1 rule 10, 8).
 
@@ -36,5 +36,38 @@ describe('output limits', () => {
     expect(paramOf(() => largestOutputLimit({ max_tokens: 5, max_completion_tokens: -1 }, fields))).toBe(
       'max_completion_tokens',
     );
+  });
+});
+
+describe('messages', () => {
+  it('content parts and tool calls must be objects the gateway can read', () => {
+    expect(paramOf(() => checkMessages([{ role: 'system', content: [null] }]))).toBe(
+      'messages[0].content[0]',
+    );
+    expect(paramOf(() => checkMessages([{ role: 'user', content: [{ text: 'no type' }] }]))).toBe(
+      'messages[0].content[0]',
+    );
+    expect(paramOf(() => checkMessages([{ role: 'user', content: 5 }]))).toBe('messages[0].content');
+    expect(paramOf(() => checkMessages([{ role: 'assistant', content: null, tool_calls: [null] }]))).toBe(
+      'messages[0].tool_calls[0]',
+    );
+    expect(
+      paramOf(() => checkMessages([{ role: 'assistant', tool_calls: [{ id: 'c', function: 'f' }] }])),
+    ).toBe('messages[0].tool_calls[0].function');
+  });
+
+  it('strings, null content beside tool calls and typed parts pass', () => {
+    expect(() =>
+      checkMessages([
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c', type: 'function', function: { name: 'f' } }],
+        },
+        { role: 'tool', tool_call_id: 'c', content: 'ok' },
+      ]),
+    ).not.toThrow();
   });
 });

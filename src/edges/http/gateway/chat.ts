@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { primaryDialect } from '../../../gateway/render/dialect.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../../providers/contract.js';
-import { largestOutputLimit } from './body-rules.js';
+import { checkMessages, largestOutputLimit } from './body-rules.js';
 import { callGateway, type GatewayEdgeDeps } from './client.js';
 
 /** Reads the fields the gateway acts on; everything else passes through (STYLE.md rule 3). */
@@ -18,18 +18,7 @@ export const parseChatBody = (body: unknown): CanonicalRequest => {
       param: 'model',
     });
   }
-  if (!Array.isArray(raw.messages) || raw.messages.length === 0) {
-    throw new ServiceError('invalid_request_error', 'messages must be a non-empty array', {
-      param: 'messages',
-    });
-  }
-  for (const [i, m] of raw.messages.entries()) {
-    if (!m || typeof m !== 'object' || typeof (m as { role?: unknown }).role !== 'string') {
-      throw new ServiceError('invalid_request_error', `messages[${i}] must be an object with a role`, {
-        param: `messages[${i}]`,
-      });
-    }
-  }
+  checkMessages(raw.messages);
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean') {
     throw new ServiceError('invalid_request_error', 'stream must be a boolean', { param: 'stream' });
   }
