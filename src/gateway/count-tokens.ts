@@ -1,3 +1,4 @@
+import { ServiceError } from '../lib/errors.js';
 import type { CanonicalRequest } from '../providers/contract.js';
 import type { RegistryEndpoint } from '../providers/endpoint.js';
 import { type AttemptCall, type PipelineBudget, runAttempts } from './pipeline.js';
@@ -23,9 +24,12 @@ const answerCount = (scope: RequestScope, inputTokens: number): GatewayAnswer =>
 
 /**
  * Token counting (SPEC 4.2 rule 9), admitted like any request: when the route's first candidate
- * counts tokens itself (messages-style) and the tenant has credentials for it, one attempt through
- * the attempt pipeline asks it with those credentials; any other route gets the estimate, with no
- * attempt. Zero-rated: no escrow, no cost lines; the request is recorded for analytics only.
+ * counts tokens itself (messages-style), one attempt through the attempt pipeline asks it with the
+ * tenant's own connection, never the operator's platform key (SPEC 5: messages-style upstreams are
+ * called with tenant BYOK credentials; counting spends no budget, so nothing else may pay for it);
+ * a tenant without one is refused, 403 in the alternate envelope, before any upstream call. Any
+ * other route gets the estimate, with no attempt. Zero-rated: no escrow, no cost lines; the request
+ * is recorded for analytics only.
  */
 export const countTokens = async (
   scope: RequestScope,
@@ -35,8 +39,17 @@ export const countTokens = async (
   const { canonical } = input;
   const endpoint = candidates[0]!;
   const adapter = deps.adapters.get(endpoint.adapter);
+  if (!adapter?.countTokens) return answerCount(scope, estimateTokens(canonical));
   const credentials = scope.tenancy.credentials(input.key.projectId, endpoint.adapter);
-  if (!adapter?.countTokens || !credentials) return answerCount(scope, estimateTokens(canonical));
+  if (credentials?.funding !== 'byok')
+    return scope.fail(
+      new ServiceError(
+        'forbidden',
+        `token counting for ${canonical.model} is proxied to ${endpoint.adapter} with the project's own ` +
+          `${endpoint.adapter} connection, and this project has none: create its own ${endpoint.adapter} ` +
+          "connection named 'primary' (SPEC 4.2 rule 9)",
+      ),
+    );
 
   // One attempt on that endpoint, no retry and no fallback: its timeout is the whole budget.
   const budget: PipelineBudget = {

@@ -102,7 +102,7 @@ beforeAll(async () => {
   // /v1; the alternate envelope has no payment type: permission_error, 403).
   await eventually(
     async () => (await send(PROBES[0]!, '8')).status === 402 && (await send(PROBES[3]!, '8')).status === 403,
-    15_000,
+    30_000,
     'gateway snapshots',
   );
 }, 120_000);

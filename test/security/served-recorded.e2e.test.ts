@@ -81,7 +81,7 @@ beforeAll(async () => {
     async () =>
       (await chat({ model: 'gpt-4o', messages: [{ role: 'user', content: 'ping' }] })).status === 200 &&
       (await chat({ model: 'claude-x', messages: [{ role: 'user', content: 'ping' }] })).status === 200,
-    15_000,
+    30_000,
     'gateway snapshots',
   );
 }, 120_000);
