@@ -23,9 +23,11 @@ const answerCount = (scope: RequestScope, inputTokens: number): GatewayAnswer =>
 
 /**
  * Token counting (SPEC 4.2 rule 9), admitted like any request: when the route's first candidate
- * counts tokens itself (messages-style) and the tenant has credentials for it, one attempt through
- * the attempt pipeline asks it with those credentials; any other route gets the estimate, with no
- * attempt. Zero-rated: no escrow, no cost lines; the request is recorded for analytics only.
+ * counts tokens itself (messages-style), one attempt through the attempt pipeline asks it with the
+ * tenant's own connection, never the operator's platform key (SPEC 5: messages-style upstreams are
+ * called with tenant BYOK credentials; counting spends no budget, so nothing else may pay for it).
+ * A tenant without one, and any other route, gets the estimate, with no attempt. Zero-rated: no escrow, no cost lines; the request
+ * is recorded for analytics only.
  */
 export const countTokens = async (
   scope: RequestScope,
@@ -35,8 +37,11 @@ export const countTokens = async (
   const { canonical } = input;
   const endpoint = candidates[0]!;
   const adapter = deps.adapters.get(endpoint.adapter);
+  // Only the tenant's own connection may be asked; a project without one (wallet-funded, or with
+  // nothing) gets the estimate, as a route that cannot proxy does, and its clients keep working.
   const credentials = scope.tenancy.credentials(input.key.projectId, endpoint);
-  if (!adapter?.countTokens || !credentials) return answerCount(scope, estimateTokens(canonical));
+  if (!adapter?.countTokens || credentials?.funding !== 'byok')
+    return answerCount(scope, estimateTokens(canonical));
 
   // One attempt on that endpoint, no retry and no fallback: its timeout is the whole budget.
   const budget: PipelineBudget = {

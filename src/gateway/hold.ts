@@ -6,10 +6,27 @@ import type { RegistryEndpoint } from '../providers/endpoint.js';
 import { embeddingsPromptTokens } from './embeddings-input.js';
 import type { RequestScope } from './scope.js';
 
+/** What a messages-style request gets when neither the caller nor the registry states a ceiling. */
+const UNSTATED_OUTPUT_TOKENS = 4_096;
+
+/**
+ * The most output the endpoint can bill for (SPEC 8 "escrow hold"): the request's limit, never
+ * above the model's ceiling in the registry (a messages-style target is clamped to it, SPEC 4.2
+ * rule 8; a reference upstream refuses a limit above it); with no limit, the ceiling itself.
+ */
+export const worstCaseOutput = (
+  maxTokens: number | undefined,
+  endpoint: Pick<RegistryEndpoint, 'max_output_tokens' | 'context_length'>,
+): number => {
+  const ceiling = endpoint.max_output_tokens ?? endpoint.context_length ?? null;
+  if (maxTokens === undefined) return ceiling ?? UNSTATED_OUTPUT_TOKENS;
+  return ceiling === null ? maxTokens : Math.min(maxTokens, ceiling);
+};
+
 /**
  * What a request may cost on one endpoint, estimated before dispatch (SPEC 8 "escrow hold"): the
- * prompt from the body's size (embeddings: from the input itself, and no output), the output up to
- * the request's limit, else the endpoint's, else 4,096 tokens.
+ * prompt from the body's size (embeddings: from the input itself, and no output), the output at
+ * its worst case on that endpoint.
  */
 const shapeOf = (scope: RequestScope, endpoint: RegistryEndpoint, embeddingsPrompt: number): EscrowShape => {
   const { canonical, requestBytes } = scope.input;
@@ -20,41 +37,60 @@ const shapeOf = (scope: RequestScope, endpoint: RegistryEndpoint, embeddingsProm
       return {
         operation: 'responses',
         prompt_tokens: Math.max(1, Math.ceil(requestBytes / 4)),
-        max_output_tokens: canonical.maxTokens ?? endpoint.max_output_tokens ?? 4_096,
+        max_output_tokens: worstCaseOutput(canonical.maxTokens, endpoint),
       };
     default:
       return {
         operation: 'chat',
         prompt_tokens: Math.ceil(requestBytes / 4),
-        max_output_tokens: canonical.maxTokens ?? endpoint.max_output_tokens ?? 4_096,
+        max_output_tokens: worstCaseOutput(canonical.maxTokens, endpoint),
       };
   }
 };
 
 /**
  * Wallet-funded candidates hold the largest of their estimates before any upstream call (SPEC 1.4,
- * 8); candidates on the project's own key hold nothing. Returns why the request may not go on (402,
- * or 503 when funds cannot be checked: it fails closed), or null.
+ * 8); candidates on the project's own key hold nothing. A wallet-funded candidate that cannot be
+ * estimated is not dispatched at all: funded traffic never reaches an upstream without a hold.
+ * Returns the candidates that may be dispatched, or why the request may not go on (402; 503 when
+ * funds cannot be checked: it fails closed; 400 when no candidate can be held for).
  */
 export const holdEscrow = async (
   scope: RequestScope,
   candidates: readonly RegistryEndpoint[],
-): Promise<ServiceError | null> => {
+): Promise<{ ok: true; candidates: readonly RegistryEndpoint[] } | { ok: false; error: ServiceError }> => {
   const { tenancy, registry, startedAt, input } = scope;
   const { key, requestId, canonical } = input;
   const embeddingsPrompt =
     canonical.operation === 'embeddings' ? embeddingsPromptTokens(canonical.raw.input) : 0;
   let hold: Usd | null = null;
+  const holdable: RegistryEndpoint[] = [];
+  const unpriced: string[] = [];
   for (const e of candidates) {
-    if (tenancy.credentials(key.projectId, e)?.funding !== 'wallet') continue;
+    if (tenancy.credentials(key.projectId, e)?.funding !== 'wallet') {
+      holdable.push(e);
+      continue;
+    }
     const estimate = escrowEstimate(
       registry.cardAt(e, startedAt.getTime()),
       shapeOf(scope, e, embeddingsPrompt),
     );
-    if (estimate.status === 'reserved')
-      hold = hold === null ? estimate.amount : maxUsd(hold, estimate.amount);
+    if (estimate.status !== 'reserved') {
+      unpriced.push(`${e.lane}/${e.model}: ${estimate.detail}`);
+      continue;
+    }
+    holdable.push(e);
+    hold = hold === null ? estimate.amount : maxUsd(hold, estimate.amount);
   }
-  if (hold === null) return null;
+  if (holdable.length === 0)
+    return {
+      ok: false,
+      error: new ServiceError(
+        'no_compatible_candidate',
+        `no candidate can hold escrow for this request (${unpriced.join('; ')})`,
+      ),
+    };
+  if (hold === null) return { ok: true, candidates: holdable };
   let held: Awaited<ReturnType<EscrowPort['hold']>>;
   try {
     held = await scope.deps.escrow.hold({
@@ -64,13 +100,15 @@ export const holdEscrow = async (
     });
   } catch {
     // Funds cannot be checked: fail closed, in the caller's envelope, and still record the request.
-    return new ServiceError('service_unavailable', 'wallet funds could not be checked; retry shortly');
+    const error = new ServiceError('service_unavailable', 'wallet funds could not be checked; retry shortly');
+    return { ok: false, error };
   }
-  if (held.ok) return null;
-  return new ServiceError(
+  if (held.ok) return { ok: true, candidates: holdable };
+  const error = new ServiceError(
     'insufficient_funds',
     held.reason === 'no_wallet'
       ? 'this workspace has no wallet funding platform-key traffic'
       : `insufficient wallet funds: this request holds up to ${formatUsd(hold)} USD${held.availableUsd ? `, ${held.availableUsd} USD available` : ''}`,
   );
+  return { ok: false, error };
 };

@@ -7,7 +7,8 @@ const TIER_ALIASES: Record<string, string> = { default: 'standard', auto: 'stand
 export const audioRequested = (request: CanonicalRequest) => {
   const input = request.messages.some(
     (m) =>
-      Array.isArray(m.content) && m.content.some((p) => (p as { type?: unknown }).type === 'input_audio'),
+      Array.isArray(m?.content) &&
+      m.content.some((p) => (p as { type?: unknown } | null)?.type === 'input_audio'),
   );
   const modalities = request.raw.modalities;
   const output =

@@ -1,4 +1,5 @@
 import { ServiceError } from '../lib/errors.js';
+import type { RegistryEndpoint } from '../providers/endpoint.js';
 import { answerChat, ChatStream } from './chat-reply.js';
 import { countTokens } from './count-tokens.js';
 import { holdEscrow } from './hold.js';
@@ -48,12 +49,24 @@ export async function serveRequest(deps: GatewayDeps, input: GatewayRequest): Pr
   if (!selected.ok) return scope.fail(selected.error);
   const admitted = policy.rules ? policy.rules(canonical, selected.candidates) : selected;
   if (!admitted.ok) return scope.fail(admitted.error);
-  const { candidates } = admitted;
-  if (canonical.operation === 'count_tokens') return countTokens(scope, candidates);
+  if (canonical.operation === 'count_tokens') return countTokens(scope, admitted.candidates);
 
-  const refused = await holdEscrow(scope, candidates);
-  if (refused) return scope.fail(refused);
+  const held = await holdEscrow(scope, admitted.candidates);
+  if (!held.ok) return scope.fail(held.error);
+  try {
+    return await dispatch(scope, held.candidates);
+  } catch (err) {
+    scope.finishBroken();
+    throw err;
+  }
+}
 
+/** Dispatch, then the reply rendered or the stream relayed, metered and recorded. */
+async function dispatch(
+  scope: RequestScope,
+  candidates: readonly RegistryEndpoint[],
+): Promise<GatewayAnswer> {
+  const { canonical } = scope.input;
   switch (canonical.operation) {
     case 'chat': {
       const result = await scope.dispatch(candidates, 'chat');

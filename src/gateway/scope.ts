@@ -1,6 +1,6 @@
 import type { EscrowPort } from '../commands/wallet/ports.js';
-import { ERROR_CATALOGUE, ServiceError } from '../lib/errors.js';
-import { type Operation as PricingOperation, priceUsage } from '../pricing/index.js';
+import { describeError, ERROR_CATALOGUE, ServiceError } from '../lib/errors.js';
+import { billingFailed, type Operation as PricingOperation, priceUsage } from '../pricing/index.js';
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest, Usage } from '../providers/contract.js';
 import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
 import type { AttemptTarget, ProviderAdapter } from '../providers/provider.js';
@@ -124,6 +124,8 @@ export class RequestScope {
   readonly completed: CompletedRequest;
   /** Aborts the upstream calls when the client leaves; set when the attempts begin. */
   abort: AbortController | null = null;
+  /** Set once the outcome is recorded: a request has one record. */
+  private finished = false;
 
   constructor(deps: GatewayDeps, input: GatewayRequest) {
     this.deps = deps;
@@ -167,6 +169,8 @@ export class RequestScope {
    * next instant (SPEC 2.5; the publishing runs in the background, ARCHITECTURE.md).
    */
   finish(status: number, error?: ServiceError, responseBody?: Buffer | null): void {
+    if (this.finished) return;
+    this.finished = true;
     const { completed, startedAt } = this;
     const canonical = completed.request;
     completed.finishedAt = new Date();
@@ -193,6 +197,14 @@ export class RequestScope {
     this.deps.onCompleted(completed);
   }
 
+  /**
+   * A request the gateway failed on after admission, by a bug: still recorded, with whatever was
+   * served and priced so far, so its hold settles and its usage is not lost (SPEC 4.1 rule 10).
+   */
+  finishBroken(): void {
+    this.finish(500, new ServiceError('internal_error', 'internal error'));
+  }
+
   /** Finishes with an error in the edge's dialect (SPEC 7.1, 7.2). */
   fail(error: ServiceError, retryAfter: string | null = null): GatewayAnswer {
     const { dialect, requestId } = this.input;
@@ -209,14 +221,21 @@ export class RequestScope {
     return { kind: 'json', status: 200, body: text, retryAfter: null };
   }
 
-  /** Prices a served request's usage on the endpoint's rate card at the request's start. */
+  /**
+   * Prices a served request's usage on the endpoint's rate card at the request's start. Whatever
+   * its body held, a served request is priced or marked billing-failed, never left unrecorded
+   * (SPEC 4.1 rule 10, 7.6 rule 2): what cannot be read is served and not charged.
+   */
   price(endpoint: RegistryEndpoint, operation: PricingOperation, usage: Usage, serviceTier: unknown): void {
     const { completed } = this;
     completed.usage = usage;
-    completed.pricing = priceUsage(
-      this.registry.cardAt(endpoint, this.startedAt.getTime()),
-      pricingUsageOf(operation, usage, completed.request, serviceTier),
-    );
+    const card = this.registry.cardAt(endpoint, this.startedAt.getTime());
+    try {
+      completed.pricing = priceUsage(card, pricingUsageOf(operation, usage, completed.request, serviceTier));
+    } catch (err) {
+      const detail = `the request could not be read for pricing: ${describeError(err)}`;
+      completed.pricing = billingFailed({ reason: 'unreadable_request', detail }, card);
+    }
   }
 
   /**

@@ -208,6 +208,15 @@ const failed = (
   attribution,
 });
 
+/** A served request that could not be priced at all: failed, with nothing known of its counters. */
+export const billingFailed = (failure: BillingFailure, card: CompiledRateCard | undefined): PricingResult =>
+  failed(failure, card, {
+    reasoning_tokens: null,
+    audio_input: { marker: 'not_reported', tokens: null },
+    audio_output: { marker: 'not_reported', tokens: null },
+    carried_audio: false,
+  });
+
 /**
  * Prices one served request. Input tokens split into text, audio (SPEC 4.1 rule 10) and image
  * lines, minus the cache classes, which go on their own meters; output tokens split the same way

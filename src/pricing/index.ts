@@ -1,5 +1,5 @@
 export { audioShare, readCounter, readOptionalCount, UINT32_MAX } from './audio.js';
-export { priceUsage } from './engine.js';
+export { billingFailed, priceUsage } from './engine.js';
 export { type EscrowEstimate, type EscrowLine, type EscrowShape, escrowEstimate } from './escrow-estimate.js';
 export {
   type CompiledRate,

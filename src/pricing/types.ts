@@ -147,6 +147,8 @@ export const BILLING_REASONS = [
   // The gateway process stopped after the upstream call began and before the upstream reported
   // usage: the request is recorded as interrupted, served-and-not-charged (SPEC 7.6 rule 2).
   'interrupted',
+  /** The served request's own body could not be read for pricing (SPEC 4.1 rule 10: served, not charged). */
+  'unreadable_request',
 ] as const;
 export type BillingReason = (typeof BILLING_REASONS)[number];
 

@@ -64,9 +64,12 @@ export const parseAltBody = (
     throw invalid('model: Field required (a non-empty string)', 'model');
   const counting = options.route === '/alt/v1/messages/count_tokens';
   const max = body.max_tokens;
-  if (!counting && (typeof max !== 'number' || !Number.isInteger(max) || max < 1))
+  // The escrow hold is sized on it (SPEC 8): a positive safe integer, nothing wider.
+  if (!counting && (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1))
     throw invalid(
-      max === undefined ? 'max_tokens: Field required' : 'max_tokens must be a positive integer',
+      max === undefined
+        ? 'max_tokens: Field required'
+        : `max_tokens must be a positive integer (at most ${Number.MAX_SAFE_INTEGER})`,
       'max_tokens',
     );
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { primaryDialect } from '../../../gateway/render/dialect.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../../providers/contract.js';
+import { checkMessages, largestOutputLimit } from './body-rules.js';
 import { callGateway, type GatewayEdgeDeps } from './client.js';
 
 /** Reads the fields the gateway acts on; everything else passes through (STYLE.md rule 3). */
@@ -17,24 +18,15 @@ export const parseChatBody = (body: unknown): CanonicalRequest => {
       param: 'model',
     });
   }
-  if (!Array.isArray(raw.messages) || raw.messages.length === 0) {
-    throw new ServiceError('invalid_request_error', 'messages must be a non-empty array', {
-      param: 'messages',
-    });
-  }
-  for (const [i, m] of raw.messages.entries()) {
-    if (!m || typeof m !== 'object' || typeof (m as { role?: unknown }).role !== 'string') {
-      throw new ServiceError('invalid_request_error', `messages[${i}] must be an object with a role`, {
-        param: `messages[${i}]`,
-      });
-    }
-  }
+  checkMessages(raw.messages);
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean') {
     throw new ServiceError('invalid_request_error', 'stream must be a boolean', { param: 'stream' });
   }
   const streamOptions = raw.stream_options as { include_usage?: unknown } | undefined;
   const stop = typeof raw.stop === 'string' ? [raw.stop] : Array.isArray(raw.stop) ? raw.stop : undefined;
   const format = raw.response_format;
+  // Both limits may be stated; the larger is the most the upstream may be asked to write (SPEC 8).
+  const maxTokens = largestOutputLimit(raw, ['max_tokens', 'max_completion_tokens']);
   return {
     operation: 'chat',
     route: '/v1/chat/completions',
@@ -42,11 +34,7 @@ export const parseChatBody = (body: unknown): CanonicalRequest => {
     messages: raw.messages as ChatMessage[],
     stream: raw.stream === true,
     includeUsage: streamOptions?.include_usage === true,
-    ...(typeof raw.max_tokens === 'number'
-      ? { maxTokens: raw.max_tokens }
-      : typeof raw.max_completion_tokens === 'number'
-        ? { maxTokens: raw.max_completion_tokens }
-        : {}),
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
     ...(typeof raw.temperature === 'number' ? { temperature: raw.temperature } : {}),
     ...(typeof raw.top_p === 'number' ? { topP: raw.top_p } : {}),
     ...(raw.tools !== undefined ? { tools: raw.tools } : {}),

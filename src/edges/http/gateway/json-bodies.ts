@@ -1,6 +1,7 @@
 import { embeddingsInputForm } from '../../../gateway/embeddings-input.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { CanonicalRequest } from '../../../providers/contract.js';
+import { outputLimit } from './body-rules.js';
 
 /**
  * The bodies of the primary dialect's JSON operations (SPEC 4.1: embeddings, responses). The gateway
@@ -56,7 +57,7 @@ export const parseResponsesBody = (body: unknown): CanonicalRequest => {
   const model = modelOf(raw);
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean')
     throw invalid('stream', 'stream must be a boolean');
-  const max = raw.max_output_tokens;
+  const max = outputLimit(raw, 'max_output_tokens');
   return {
     operation: 'responses',
     route: '/v1/responses',
@@ -64,7 +65,7 @@ export const parseResponsesBody = (body: unknown): CanonicalRequest => {
     messages: [],
     stream: raw.stream === true,
     includeUsage: false,
-    ...(typeof max === 'number' && Number.isSafeInteger(max) && max > 0 ? { maxTokens: max } : {}),
+    ...(max !== undefined ? { maxTokens: max } : {}),
     // Read for the route rule on paid hosted tools (SPEC 4.1 rule 8); forwarded as they came.
     ...(raw.tools !== undefined ? { tools: raw.tools } : {}),
     ...(typeof raw.user === 'string' ? { endUserId: raw.user } : {}),

@@ -6,6 +6,7 @@ import { registerAltRoutes } from '../alt/routes.js';
 import { authenticateApiKey } from './auth.js';
 import { registerChatRoute } from './chat.js';
 import type { GatewayEdgeDeps } from './client.js';
+import { boundJsonDepth } from './json-parser.js';
 import { registerJsonOperationRoutes } from './json-routes.js';
 import { registerModelRoutes } from './models.js';
 import { countReceivedBytes } from './received-bytes.js';
@@ -87,6 +88,7 @@ export const registerGatewayRoutes = async (
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: false });
       });
       v1.addHook('preParsing', countReceivedBytes);
+      boundJsonDepth(v1);
       registerChatRoute(v1, chat);
       registerJsonOperationRoutes(v1, chat);
       registerModelRoutes(v1, chat);
@@ -136,6 +138,7 @@ export const registerGatewayRoutes = async (
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: true });
       });
       alt.addHook('preParsing', countReceivedBytes);
+      boundJsonDepth(alt);
       registerAltRoutes(alt, chat);
     },
     { prefix: '/alt' },
