@@ -5,7 +5,7 @@ import { buildRegistrySnapshot, type EndpointRecord } from './registry/snapshot.
 import { parseSelector, parseSelectorPart, selectCandidates } from './selector.js';
 
 // SPEC 4.1 rule 1 and SPEC 5: the model selector, with `lane:connection/model` naming a tenant
-// connection other than primary (issue 20 finding 10).
+// connection other than primary.
 
 describe('parseSelectorPart', () => {
   const rows: [string, ReturnType<typeof parseSelectorPart>][] = [

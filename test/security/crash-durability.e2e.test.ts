@@ -9,7 +9,7 @@ import { leftoversAfter, leftoversUnder } from '../helpers/leftovers.js';
 import { call, missingRows, requestRow } from '../helpers/outside.js';
 import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js';
 
-// Issue 20 finding 8 (SPEC 1.3, 2.5, 6): after `kill -9` of `svc serve` on the embedded default,
+// SPEC 1.3, 2.5, 6: after `kill -9` of `svc serve` on the embedded default,
 // every request that was answered is recorded exactly once, and every request whose upstream call
 // began and whose process died is recorded as interrupted; the restarted service adopts the
 // embedded PostgreSQL of the killed one and stops it on SIGTERM.
@@ -129,7 +129,7 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-describe('kill -9 of svc serve on the embedded default (issue 20 finding 8)', () => {
+describe('kill -9 of svc serve on the embedded default', () => {
   it('records every answered request once and every cut stream as interrupted; the restart leaves no PostgreSQL', async () => {
     const killed = serve!;
     // Streams the upstream holds after two chunks, so they are mid-way when the process dies.

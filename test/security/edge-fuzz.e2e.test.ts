@@ -4,7 +4,7 @@ import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { hashSeed, mutate, prng } from '../helpers/fuzz.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 
-// Issue 20 "Done when": a bounded fuzz of every JSON edge. Against one running `svc serve` with the
+// A bounded fuzz of every JSON edge. Against one running `svc serve` with the
 // fake upstreams, every JSON route of /v1, /alt and /api receives mutated bodies of a valid seed
 // (test/helpers/fuzz.ts: dropped and retyped fields, strange numbers, poisoned strings, bodies
 // nested thousands of levels deep, truncated JSON) with the credential of its family, 8 at a time.
@@ -478,7 +478,7 @@ afterAll(async () => {
   await anthropic?.close();
 });
 
-describe(`edge fuzz: ${BODIES} mutated bodies per JSON route, ${CONCURRENCY} at a time (issue 20 "Done when")`, () => {
+describe(`edge fuzz: ${BODIES} mutated bodies per JSON route, ${CONCURRENCY} at a time`, () => {
   it('every model-edge seed body is served as it stands (the fuzz starts from valid bodies)', async () => {
     const answers = await Promise.all(
       ROUTES.filter((r) => r.credential === 'bearer' || r.credential === 'x-api-key').map(async (r) => {

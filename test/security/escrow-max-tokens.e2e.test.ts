@@ -4,7 +4,7 @@ import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { call, sleep, walletOf } from '../helpers/outside.js';
 
-// Issue 20 finding 2: a strange output limit (`max_tokens` of 1e308, -1, 0.5 or 9007199254740993,
+// A strange output limit (`max_tokens` of 1e308, -1, 0.5 or 9007199254740993,
 // on /v1 and /alt) placed no escrow hold, yet the request was served on the platform key: an
 // unfunded workspace was served, and a burst against a tiny balance drove the wallet negative.
 // Guarantee (SPEC 1.4, 8 "escrow hold", 4.2 rule 1): an output limit the gateway cannot read is

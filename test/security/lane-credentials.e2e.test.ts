@@ -6,7 +6,7 @@ import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { call } from '../helpers/outside.js';
 
-// Issue 20 finding 10: credentials are per lane, not per adapter (SPEC 4.7 "a second lane ... has
+// Credentials are per lane, not per adapter (SPEC 4.7 "a second lane ... has
 // its own credentials, prices and import history"), and a named connection other than primary is
 // routed only when a selector targets it (SPEC 5). Two lanes of the openai adapter and two lanes of
 // the bedrock adapter (two regions, each its own fake runtime that verifies every SigV4 signature

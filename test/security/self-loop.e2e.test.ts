@@ -5,7 +5,7 @@ import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { call, type HttpAnswer, metricSum, sleep } from '../helpers/outside.js';
 
-// Issue 20 finding 1: a tenant can make the gateway call itself forever. A workspace manager
+// A tenant can make the gateway call itself forever. A workspace manager
 // creates a `primary` connection whose base_url is the gateway's own address and whose secret is
 // the project's own API key; one chat request then produced 27,505 requests in about 60 s and went
 // on after the client left.

@@ -4,7 +4,7 @@ import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { call, missingRows, requestRow } from '../helpers/outside.js';
 
-// Issue 20 finding 3: `content: [null]` in a message (system or user), or `tool_calls: [null]`,
+// `content: [null]` in a message (system or user), or `tool_calls: [null]`,
 // threw inside pricing after the upstream had answered: a 500 when buffered, a full answer when
 // streamed, and in both cases no request row, no charge and the hold left active. A body nested
 // 10,000 levels deep did the same with tracing on (500 after the upstream served it; no row).

@@ -8,7 +8,7 @@ import { addOpenAiEndpoint, eventually, type GatewayEnv, startGatewayEnv } from 
 import { call } from '../helpers/outside.js';
 import { selfSignedCertificate } from '../helpers/test-tls.js';
 
-// Issue 20 finding 5: tenants can read internal services. A tenant connection could target any
+// Tenants can read internal services. A tenant connection could target any
 // loopback port (SPEC 4.7 allows loopback HTTP, meant for operators and tests), and the internal
 // service's reply came back verbatim in error.message (SPEC 7.3); deployment discovery did the same
 // for a GET on any path ending in /deployments; internal HTTPS targets (169.254.169.254, 10.0.0.1,
