@@ -5,8 +5,11 @@ import type { RegistryEndpoint } from '../providers/endpoint.js';
 import type { Credentials } from '../providers/provider.js';
 import type { SnapshotSource } from './snapshot-cache.js';
 
-/** What credentials are resolved for: a candidate's lane, its adapter, and a connection a selector named. */
-export type CredentialTarget = Pick<RegistryEndpoint, 'lane' | 'adapter' | 'connection'>;
+/**
+ * What credentials are resolved for: a candidate's lane, its adapter, the lane's own origin (null:
+ * the provider's public API) and a connection a selector named.
+ */
+export type CredentialTarget = Pick<RegistryEndpoint, 'lane' | 'adapter' | 'connection' | 'base_url'>;
 
 /**
  * What the request path needs from the control plane, held in memory: each organization's
@@ -40,10 +43,20 @@ export const credentialResolver = (
   connections: ReadonlyMap<string, Credentials>,
   platform: ReadonlyMap<string, Credentials>,
 ) => {
-  const connection = (projectId: string, target: CredentialTarget, name: string) =>
-    connections.get(connectionKey(projectId, target.adapter, target.lane, name)) ??
-    connections.get(connectionKey(projectId, target.adapter, '', name)) ??
-    null;
+  const connection = (projectId: string, target: CredentialTarget, name: string) => {
+    const ofLane = connections.get(connectionKey(projectId, target.adapter, target.lane, name));
+    if (ofLane) return ofLane;
+    // A connection for the whole adapter serves the adapter's own lane (named like it), any lane
+    // without an origin of its own (the provider's public API), and goes wherever its own base_url
+    // says. A second lane the operator pointed at another origin (another OpenAI-compatible
+    // upstream) is never sent the tenant's key: it has its own credentials (SPEC 4.7), a
+    // connection naming it or the lane's platform key.
+    const ofAdapter = connections.get(connectionKey(projectId, target.adapter, '', name));
+    const serves =
+      ofAdapter !== undefined &&
+      (target.lane === target.adapter || target.base_url === null || ofAdapter.baseUrl !== null);
+    return serves ? ofAdapter : null;
+  };
   return {
     credentials: (projectId: string, target: CredentialTarget): Credentials | null => {
       const named = connection(projectId, target, target.connection ?? 'primary');

@@ -5,9 +5,13 @@ import { type CredentialTarget, credentialResolver } from './tenancy.js';
 // SPEC 4.7 ("a second lane ... has its own credentials") and SPEC 5 (the connection named primary
 // is routed; other names only when a selector targets them): the order credentials resolve in.
 
-const cred = (secret: string, funding: Credentials['funding']): Credentials => ({
+const cred = (
+  secret: string,
+  funding: Credentials['funding'],
+  baseUrl: string | null = null,
+): Credentials => ({
   secret,
-  baseUrl: null,
+  baseUrl,
   metadata: {},
   funding,
   connectionId: funding === 'byok' ? secret : null,
@@ -19,9 +23,10 @@ const resolver = (connections: Record<string, string>, platform: Record<string, 
     new Map(Object.entries(platform).map(([k, v]) => [k, cred(v, 'wallet')])),
   );
 
-const target = (lane: string, connection?: string): CredentialTarget => ({
+const target = (lane: string, connection?: string, base_url: string | null = null): CredentialTarget => ({
   lane,
   adapter: 'openai',
+  base_url,
   ...(connection === undefined ? {} : { connection }),
 });
 
@@ -60,6 +65,31 @@ describe('credential resolution per lane', () => {
   });
 
   it('another adapter does not borrow a key', () => {
-    expect(secretOf(r, 'p', { lane: 'openai-eu', adapter: 'anthropic' })).toBeNull();
+    expect(secretOf(r, 'p', { lane: 'openai-eu', adapter: 'anthropic', base_url: null })).toBeNull();
+  });
+});
+
+describe("a connection for the whole adapter and a lane with an origin of the operator's", () => {
+  const thirdParty = target('thirdparty', undefined, 'https://api.other-provider.example/openai/v1');
+  const platform = new Map([['openai|thirdparty', cred('operator-thirdparty-key', 'wallet')]]);
+
+  it("is never sent to that origin: the lane's platform key serves it", () => {
+    const r = credentialResolver(new Map([['p|openai||primary', cred('sk-tenant', 'byok')]]), platform);
+    expect(secretOf(r, 'p', thirdParty)).toBe('operator-thirdparty-key');
+    expect(secretOf(r, 'p', target('openai'))).toBe('sk-tenant');
+  });
+
+  it('is used where its own base_url sends the request, whatever the lane', () => {
+    const own = cred('sk-tenant-own-origin', 'byok', 'https://tenant-proxy.example/v1');
+    const r = credentialResolver(new Map([['p|openai||primary', own]]), platform);
+    expect(secretOf(r, 'p', thirdParty)).toBe('sk-tenant-own-origin');
+  });
+
+  it('a connection naming that lane serves it', () => {
+    const r = credentialResolver(
+      new Map([['p|openai|thirdparty|primary', cred('sk-tenant-thirdparty', 'byok')]]),
+      platform,
+    );
+    expect(secretOf(r, 'p', thirdParty)).toBe('sk-tenant-thirdparty');
   });
 });

@@ -278,7 +278,7 @@ describe('a credential names a lane of its own adapter (SPEC 4.7)', () => {
 });
 
 describe('connections stored before lanes existed (migration)', () => {
-  it('an old-shape ConnectionCreated event (no lane) still serves every lane of its adapter', async () => {
+  it("an old-shape ConnectionCreated event (no lane) still serves its adapter's lane, never a second lane at an operator's origin", async () => {
     // An unfunded workspace: until the gateway has the connection, platform keys answer 402.
     const project = await bootstrap('Old Shape Project', 'Old');
     const connectionId = `conn_old${randomUUID().replaceAll('-', '').slice(0, 16)}`;
@@ -308,15 +308,17 @@ describe('connections stored before lanes existed (migration)', () => {
       ]),
     ]);
     await eventually(
-      async () => (await chat('openai-eu/gpt-4o', project.api_key)).status === 200,
+      async () => (await chat('openai/gpt-4o', project.api_key)).status === 200,
       15_000,
       'the old connection in the gateway',
     );
     const from = openai.requests.length;
-    const eu = await chat('openai-eu/gpt-4o', project.api_key);
     const main = await chat('openai/gpt-4o', project.api_key);
-    expect([eu.status, main.status]).toEqual([200, 200]);
-    expect(keysSeen('gpt-4o-eu', from)).toEqual(['sk-old-shape']);
+    // The second lane has an origin of the operator's and its own platform key: the tenant's key
+    // never goes there (SPEC 4.7); the lane's key serves it, wallet-funded, and this wallet is empty.
+    const eu = await chat('openai-eu/gpt-4o', project.api_key);
+    expect([main.status, eu.status]).toEqual([200, 402]);
     expect(keysSeen('gpt-4o-main', from)).toEqual(['sk-old-shape']);
+    expect(keysSeen('gpt-4o-eu', from)).toEqual([]);
   });
 });
