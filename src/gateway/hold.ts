@@ -24,9 +24,17 @@ export const worstCaseOutput = (
 };
 
 /**
+ * How many completions the upstream may write: `n` passes to reference-shaped upstreams as it came
+ * (SPEC 4.1 rule 6 refuses other values only on messages-style routes), and each choice bills its
+ * own output. A value the upstream would refuse bills nothing; 1 stands for it.
+ */
+export const choicesOf = (n: unknown): number =>
+  typeof n === 'number' && Number.isSafeInteger(n) && n > 1 ? n : 1;
+
+/**
  * What a request may cost on one endpoint, estimated before dispatch (SPEC 8 "escrow hold"): the
  * prompt from the body's size (embeddings: from the input itself, and no output), the output at
- * its worst case on that endpoint.
+ * its worst case on that endpoint, once per choice the request asks for.
  */
 const shapeOf = (scope: RequestScope, endpoint: RegistryEndpoint, embeddingsPrompt: number): EscrowShape => {
   const { canonical, requestBytes } = scope.input;
@@ -43,7 +51,7 @@ const shapeOf = (scope: RequestScope, endpoint: RegistryEndpoint, embeddingsProm
       return {
         operation: 'chat',
         prompt_tokens: Math.ceil(requestBytes / 4),
-        max_output_tokens: worstCaseOutput(canonical.maxTokens, endpoint),
+        max_output_tokens: worstCaseOutput(canonical.maxTokens, endpoint) * choicesOf(canonical.n),
       };
   }
 };

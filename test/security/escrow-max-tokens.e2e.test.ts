@@ -172,4 +172,25 @@ describe('an output limit the gateway cannot read is refused before any upstream
     expect([chat.status, responses.status]).toEqual([402, 402]);
     expect(upstreamCalls() - before).toBe(0);
   });
+
+  it('n completions hold n times the output: a request the balance covers once is refused when it asks for 3 choices', async () => {
+    const body = (n: number) => ({
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_completion_tokens: 200,
+      n,
+    });
+    const before = upstreamCalls();
+    const three = await call(gw.serve.httpUrl, 'POST', '/v1/chat/completions', {
+      token: gw.boot.api_key,
+      body: body(3),
+    });
+    expect(three.status, three.text).toBe(402);
+    expect(upstreamCalls() - before).toBe(0);
+    const one = await call(gw.serve.httpUrl, 'POST', '/v1/chat/completions', {
+      token: gw.boot.api_key,
+      body: body(1),
+    });
+    expect(one.status, one.text).toBe(200);
+  });
 });
