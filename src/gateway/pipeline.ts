@@ -158,7 +158,19 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
         signal: context.signal,
         timeoutMs: Math.min(context.budget.attemptTimeoutMs, remaining),
         limits: deps.limits,
-      });
+      }).catch(
+        // An adapter that throws (a body it could not serialize, a bug) fails this attempt like any
+        // other: recorded, and the next candidate tried; never a 500 for the whole request.
+        (): { ok: false; failure: AttemptFailure } => ({
+          ok: false,
+          failure: {
+            kind: 'Internal',
+            message: `the gateway could not make the ${endpoint.adapter} request`,
+            retryable: false,
+            fallback: true,
+          },
+        }),
+      );
       let failure: AttemptFailure;
       if (outcome.ok && 'reply' in outcome) {
         record(endpoint, started, null);

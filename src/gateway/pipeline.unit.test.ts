@@ -70,4 +70,29 @@ describe('runAttempts', () => {
     // The budget of one retry is still there for the second candidate.
     expect(calls).toEqual(['azure-a', 'azure-b', 'azure-b']);
   });
+
+  it('an adapter that throws fails its attempt (Internal, recorded) and the next candidate is tried', async () => {
+    const calls: string[] = [];
+    const adapter: ProviderAdapter = {
+      id: 'azure',
+      chat: async (_request, target) => {
+        calls.push(target.endpoint.lane);
+        if (target.endpoint.lane === 'azure-a') throw new RangeError('Maximum call stack size exceeded');
+        return { ok: false, failure: failure({}) };
+      },
+    };
+    const r = await runAttempts(
+      chatRequest(),
+      ['azure-a', 'azure-b'].map((lane) => azureEndpoint({ lane })),
+      { adapters: new Map([['azure', adapter]]), credentials: () => azureCredentials(), limits },
+      { requestId: 'req_1', signal: new AbortController().signal, budget },
+    );
+    expect(calls).toEqual(['azure-a', 'azure-b']);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.attempts.map((a) => [a.provider, a.kind])).toEqual([
+      ['azure-a', 'Internal'],
+      ['azure-b', 'UpstreamStatus'],
+    ]);
+  });
 });

@@ -33,3 +33,17 @@ export const nestsDeeperThan = (text: string, limit: number): boolean => {
   }
   return false;
 };
+
+/**
+ * A JSON text held inside a JSON string (tool-call arguments), parsed only when it nests no deeper
+ * than MAX_JSON_DEPTH: the body's own depth check cannot see inside strings.
+ */
+export const parseNested = (text: string): { ok: true; value: unknown } | { ok: false; why: string } => {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+    return { ok: false, why: `nests deeper than ${MAX_JSON_DEPTH} levels` };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false, why: 'is not JSON' };
+  }
+};

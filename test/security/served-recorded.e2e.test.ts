@@ -135,6 +135,27 @@ describe('a body the gateway cannot read is refused before any upstream call (SP
     expect(health.status).toBe(200);
   });
 
+  it(`tool-call arguments holding JSON nested ${DEPTH} levels deep (inside a string) to a messages-style model: 400, nothing upstream, never 500`, async () => {
+    const before = upstreamCalls();
+    const r = await chat({
+      model: 'claude-x',
+      messages: [
+        { role: 'user', content: 'hi' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 't', arguments: nested(DEPTH) } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'ok' },
+      ],
+    });
+    expect([r.status, (r.json?.error as { type?: string } | undefined)?.type], r.text.slice(0, 200)).toEqual([
+      400,
+      'invalid_request_error',
+    ]);
+    expect(upstreamCalls() - before, 'upstream calls made').toBe(0);
+  });
+
   it('a served request with tracing on and an ordinary nested body is answered and recorded', async () => {
     const r = await chat(
       `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"metadata":{"k":${nested(20)}}}`,

@@ -1,4 +1,5 @@
 import { ERROR_CATALOGUE, type ServiceError } from '../../lib/errors.js';
+import { parseNested } from '../../lib/json-depth.js';
 import type { CanonicalReply, FinishReason, ReplyBlock, Usage } from '../../providers/contract.js';
 import type { ReplyIdentity } from './primary.js';
 
@@ -61,12 +62,8 @@ export const altStopReason = (
 };
 
 export const parsedArguments = (args: string | undefined): unknown => {
-  try {
-    const input: unknown = JSON.parse(args || '{}');
-    return input;
-  } catch {
-    return {};
-  }
+  const input = parseNested(args || '{}');
+  return input.ok ? input.value : {};
 };
 
 /**

@@ -1,3 +1,4 @@
+import { parseNested } from '../../lib/json-depth.js';
 import type { CanonicalRequest, ChatMessage, ToolChoice } from '../contract.js';
 import type { RegistryEndpoint } from '../endpoint.js';
 
@@ -64,13 +65,9 @@ const compact = (blocks: Block[]): string | Block[] => {
 };
 
 const toolUse = (call: NonNullable<ChatMessage['tool_calls']>[number]): Block => {
-  let input: unknown;
-  try {
-    input = JSON.parse(call.function?.arguments || '{}');
-  } catch {
-    throw new Refused(`tool call ${call.id} has arguments that are not JSON`);
-  }
-  return { type: 'tool_use', id: call.id, name: call.function?.name, input };
+  const input = parseNested(call.function?.arguments || '{}');
+  if (!input.ok) throw new Refused(`tool call ${call.id} has arguments that ${input.why}`);
+  return { type: 'tool_use', id: call.id, name: call.function?.name, input: input.value };
 };
 
 /** Conversation turns; names are dropped on every role and echoed reasoning is not replayed. */

@@ -1,3 +1,4 @@
+import { parseNested } from '../../lib/json-depth.js';
 import type { CanonicalRequest, ChatMessage } from '../contract.js';
 
 /**
@@ -87,13 +88,13 @@ const toolUseBlocks = (calls: unknown, param: string): { blocks: ToolUseBlock[];
     const fn = call.function;
     if (!isObject(fn) || typeof fn.name !== 'string' || fn.name === '')
       throw new ClientError(`${at}.function.name`, `${at}.function.name is required`);
-    let input: unknown;
-    try {
-      input = JSON.parse(typeof fn.arguments === 'string' ? fn.arguments : '');
-    } catch {
-      throw new ClientError(`${at}.function.arguments`, `${at}.function.arguments must be a JSON text`);
-    }
-    blocks.push({ toolUse: { toolUseId: call.id, name: fn.name, input } });
+    const input = parseNested(typeof fn.arguments === 'string' ? fn.arguments : '');
+    if (!input.ok)
+      throw new ClientError(
+        `${at}.function.arguments`,
+        `${at}.function.arguments must be a JSON text (it ${input.why})`,
+      );
+    blocks.push({ toolUse: { toolUseId: call.id, name: fn.name, input: input.value } });
     ids.add(call.id);
   }
   return { blocks, ids };
