@@ -12,11 +12,15 @@ import { classifyAddress, refusedAddress } from '../lib/destinations.js';
  */
 export type Destination = 'operator' | 'tenant';
 
-/** A tenant origin refused at dial time; its message names the class of address, never the URL. */
+/**
+ * A tenant origin refused at dial time. The message the tenant sees is one fixed sentence: naming
+ * the class of address would let a tenant probe what the operator's internal names resolve to.
+ * `reason` (the class, for the operator's logs) never leaves the process.
+ */
 export class DestinationRefused extends Error {
   readonly code = 'SVC_DESTINATION_REFUSED';
   constructor(readonly reason: string) {
-    super(`upstream destination refused: the connection's origin ${reason}`);
+    super("upstream destination refused: the connection's origin is not an allowed destination");
     this.name = 'DestinationRefused';
   }
 }
