@@ -43,6 +43,17 @@ const declaredTools = (raw: Record<string, unknown>): string[] => {
   return names;
 };
 
+/** Who asked for what: the fields the record and the journal's begun line both open with (SPEC 2.5). */
+const identityOf = (c: CompletedRequest) => ({
+  request_id: c.requestId,
+  org_id: c.key.orgId,
+  project_id: c.key.projectId,
+  workspace_id: c.key.workspaceId,
+  api_key_id: c.key.apiKeyId,
+  route: c.request.route,
+  model_requested: c.request.model,
+});
+
 /** The request.completed draft of a finished request (SPEC 2.5). */
 export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft; bodies?: RecordBodies } => {
   const u = c.usage;
@@ -104,13 +115,7 @@ export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft;
         ]
       : [];
   const draft: RequestCompletedDraft = {
-    request_id: c.requestId,
-    org_id: c.key.orgId,
-    project_id: c.key.projectId,
-    workspace_id: c.key.workspaceId,
-    api_key_id: c.key.apiKeyId,
-    route: c.request.route,
-    model_requested: c.request.model,
+    ...identityOf(c),
     model_served: c.modelServed,
     provider: c.provider,
     endpoint_id: c.provider && c.modelServed ? `${c.provider}/${c.modelServed}` : null,
@@ -146,13 +151,7 @@ export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft;
 
 /** What the request journal keeps of a request whose upstream call is about to begin (SPEC 2.5). */
 export const begunOf = (c: CompletedRequest): RequestBegun => ({
-  request_id: c.requestId,
-  org_id: c.key.orgId,
-  project_id: c.key.projectId,
-  workspace_id: c.key.workspaceId,
-  api_key_id: c.key.apiKeyId,
-  route: c.request.route,
-  model_requested: c.request.model,
+  ...identityOf(c),
   stream: c.request.stream,
   started_at: c.startedAt.toISOString(),
   session_id: c.sessionId,

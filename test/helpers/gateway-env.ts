@@ -154,3 +154,32 @@ export const connect = (
     ...(options.baseUrl ? ['--base-url', options.baseUrl] : []),
     ...(options.metadata ? ['--metadata', JSON.stringify(options.metadata)] : []),
   ]);
+
+/**
+ * `svc registry upsert` of one endpoint on a fake upstream, priced per token: the common case of
+ * the tests (provider model id `<model>-upstream`, 8,192 output tokens, 1 and 2 µUSD per token).
+ */
+export const upsertFakeEndpoint = (
+  gw: Pick<GatewayEnv, 'svc'>,
+  e: { adapter: string; model: string; origin: string; capabilities: string; maxOutputTokens?: number },
+) =>
+  gw.svc([
+    'registry',
+    'upsert',
+    '--adapter',
+    e.adapter,
+    '--model',
+    e.model,
+    '--provider-model-id',
+    `${e.model}-upstream`,
+    '--base-url',
+    e.origin,
+    '--capabilities',
+    e.capabilities,
+    '--max-output-tokens',
+    String(e.maxOutputTokens ?? 8_192),
+    '--input-price-per-token',
+    '0.000001',
+    '--output-price-per-token',
+    '0.000002',
+  ]);

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeAnthropic, startFakeAnthropic } from '../fakes/anthropic-upstream.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
 import { hashSeed, mutate, prng } from '../helpers/fuzz.js';
-import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import {
+  connect,
+  eventually,
+  type GatewayEnv,
+  startGatewayEnv,
+  upsertFakeEndpoint,
+} from '../helpers/gateway-env.js';
 
 // A bounded fuzz of every JSON edge. Against one running `svc serve` with the
 // fake upstreams, every JSON route of /v1, /alt and /api receives mutated bodies of a valid seed
@@ -424,26 +430,7 @@ beforeAll(async () => {
     ['openai', 'embed-x', openai.url, 'embeddings'],
     ['anthropic', 'claude-x', anthropic.url, 'chat,streaming,tools,reasoning'],
   ] as const)
-    await gw.svc([
-      'registry',
-      'upsert',
-      '--adapter',
-      adapter,
-      '--model',
-      model,
-      '--provider-model-id',
-      `${model}-upstream`,
-      '--base-url',
-      origin,
-      '--capabilities',
-      capabilities,
-      '--max-output-tokens',
-      '8192',
-      '--input-price-per-token',
-      '0.000001',
-      '--output-price-per-token',
-      '0.000002',
-    ]);
+    await upsertFakeEndpoint(gw, { adapter, model, origin, capabilities });
   await connect(gw, { provider: 'openai', secret: 'sk-byok-openai' });
   await connect(gw, { provider: 'anthropic', secret: 'sk-byok-anthropic' });
   other = (await gw.svc([

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeAnthropic, startFakeAnthropic } from '../fakes/anthropic-upstream.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
-import { eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import { eventually, type GatewayEnv, startGatewayEnv, upsertFakeEndpoint } from '../helpers/gateway-env.js';
 import { call, sleep, walletOf } from '../helpers/outside.js';
 
 // A strange output limit (`max_tokens` of 1e308, -1, 0.5 or 9007199254740993,
@@ -76,26 +76,13 @@ beforeAll(async () => {
     ['openai', 'gpt-4o', openai.url],
     ['anthropic', 'claude-x', anthropic.url],
   ] as const) {
-    await gw.svc([
-      'registry',
-      'upsert',
-      '--adapter',
+    await upsertFakeEndpoint(gw, {
       adapter,
-      '--model',
       model,
-      '--provider-model-id',
-      `${model}-upstream`,
-      '--base-url',
       origin,
-      '--capabilities',
-      'chat,streaming,responses',
-      '--max-output-tokens',
-      String(OUTPUT_CEILING),
-      '--input-price-per-token',
-      '0.000001',
-      '--output-price-per-token',
-      '0.000002',
-    ]);
+      capabilities: 'chat,streaming,responses',
+      maxOutputTokens: OUTPUT_CEILING,
+    });
     await gw.svc(['keys', 'platform', 'set', '--provider', adapter, '--secret', `sk-platform-${adapter}`]);
   }
   // Snapshots loaded: platform traffic reaches the escrow of a workspace that has no wallet (402 on

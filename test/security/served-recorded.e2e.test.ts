@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeAnthropic, startFakeAnthropic } from '../fakes/anthropic-upstream.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
-import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
+import {
+  connect,
+  eventually,
+  type GatewayEnv,
+  startGatewayEnv,
+  upsertFakeEndpoint,
+} from '../helpers/gateway-env.js';
 import { call, missingRows, requestRow } from '../helpers/outside.js';
 
 // `content: [null]` in a message (system or user), or `tool_calls: [null]`,
@@ -55,26 +61,7 @@ beforeAll(async () => {
     ['openai', 'gpt-4o', openai.url],
     ['anthropic', 'claude-x', anthropic.url],
   ] as const) {
-    await gw.svc([
-      'registry',
-      'upsert',
-      '--adapter',
-      adapter,
-      '--model',
-      model,
-      '--provider-model-id',
-      `${model}-upstream`,
-      '--base-url',
-      origin,
-      '--capabilities',
-      'chat,streaming,tools',
-      '--max-output-tokens',
-      '8192',
-      '--input-price-per-token',
-      '0.000001',
-      '--output-price-per-token',
-      '0.000002',
-    ]);
+    await upsertFakeEndpoint(gw, { adapter, model, origin, capabilities: 'chat,streaming,tools' });
     await connect(gw, { provider: adapter, secret: `sk-byok-${adapter}` });
   }
   await eventually(
