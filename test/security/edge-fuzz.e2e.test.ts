@@ -485,6 +485,8 @@ describe(`edge fuzz: ${BODIES} mutated bodies per JSON route, ${CONCURRENCY} at 
     async () => {
       const { failures, statuses } = await fuzz(ROUTES);
       const histogram = [...statuses.entries()].sort().map(([k, n]) => `${k}: ${n}`);
+      const sent = [...statuses.values()].reduce((a, b) => a + b, 0);
+      console.log(`edge fuzz: ${sent} bodies over ${ROUTES.length} routes; statuses ${histogram.join(', ')}`);
       if (failures.length > 0) console.error(report(failures).join('\n'));
       expect(report(failures), `statuses:\n${histogram.join('\n')}`).toEqual([]);
       expect(gw.serve.child.exitCode, 'the svc serve process exited').toBeNull();
