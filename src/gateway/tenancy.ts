@@ -46,15 +46,19 @@ export const credentialResolver = (
   const connection = (projectId: string, target: CredentialTarget, name: string) => {
     const ofLane = connections.get(connectionKey(projectId, target.adapter, target.lane, name));
     if (ofLane) return ofLane;
-    // A connection for the whole adapter serves the adapter's own lane (named like it), any lane
-    // without an origin of its own (the provider's public API), and goes wherever its own base_url
-    // says. A second lane the operator pointed at another origin (another OpenAI-compatible
-    // upstream) is never sent the tenant's key: it has its own credentials (SPEC 4.7), a
-    // connection naming it or the lane's platform key.
+    // A connection for the whole adapter serves the adapter's own lane (named like it), a lane
+    // without an origin of its own (the provider's public API), a lane without credentials of its
+    // own (another environment of the same provider), and wherever its own base_url points. A lane
+    // the operator gave its own origin and its own platform key (another upstream behind the same
+    // wire) has its own credentials (SPEC 4.7): the tenant's key never goes there unless a
+    // connection names that lane.
     const ofAdapter = connections.get(connectionKey(projectId, target.adapter, '', name));
     const serves =
       ofAdapter !== undefined &&
-      (target.lane === target.adapter || target.base_url === null || ofAdapter.baseUrl !== null);
+      (target.lane === target.adapter ||
+        target.base_url === null ||
+        ofAdapter.baseUrl !== null ||
+        !platform.has(platformKey(target.adapter, target.lane)));
     return serves ? ofAdapter : null;
   };
   return {

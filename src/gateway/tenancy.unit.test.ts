@@ -69,7 +69,7 @@ describe('credential resolution per lane', () => {
   });
 });
 
-describe("a connection for the whole adapter and a lane with an origin of the operator's", () => {
+describe("a connection for the whole adapter and a lane with an origin and a platform key of the operator's", () => {
   const thirdParty = target('thirdparty', undefined, 'https://api.other-provider.example/openai/v1');
   const platform = new Map([['openai|thirdparty', cred('operator-thirdparty-key', 'wallet')]]);
 
@@ -83,6 +83,11 @@ describe("a connection for the whole adapter and a lane with an origin of the op
     const own = cred('sk-tenant-own-origin', 'byok', 'https://tenant-proxy.example/v1');
     const r = credentialResolver(new Map([['p|openai||primary', own]]), platform);
     expect(secretOf(r, 'p', thirdParty)).toBe('sk-tenant-own-origin');
+  });
+
+  it('a lane at another origin without a platform key of its own is another environment of the adapter: served', () => {
+    const r = credentialResolver(new Map([['p|openai||primary', cred('sk-tenant', 'byok')]]), new Map());
+    expect(secretOf(r, 'p', thirdParty)).toBe('sk-tenant');
   });
 
   it('a connection naming that lane serves it', () => {
