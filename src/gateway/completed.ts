@@ -40,7 +40,7 @@ export interface CompletedRequest {
 
 /**
  * Called synchronously when the request ends, before the last bytes of its reply are sent: the sink
- * makes the record survive the death of the process before returning (the gateway role journals
+ * makes the record survive the death of the process before returning (the record publisher journals
  * it with one write(2)) and publishes it in the background. Must not throw.
  */
 export type CompletionSink = (completed: CompletedRequest) => void;

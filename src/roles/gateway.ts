@@ -5,10 +5,8 @@ import { grpcMonthlySpend } from '../edges/grpc/query-client.js';
 import type { GatewayEdgeDeps } from '../edges/http/gateway/client.js';
 import { refuseOwnHops } from '../edges/http/gateway/loop.js';
 import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
-import { journalPath, RequestJournal } from '../events/envelopes/journal.js';
-import { adoptJournals } from '../events/envelopes/journal-recovery.js';
+import { journalPath } from '../events/envelopes/journal.js';
 import { RequestRecordPublisher } from '../events/envelopes/publish.js';
-import { buildRequestRecord } from '../events/envelopes/record.js';
 import { begunOf, envelopeOf } from '../gateway/envelope.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
 import { RegistrySnapshotCache } from '../gateway/registry/index.js';
@@ -55,9 +53,6 @@ const spendSource = (
 
 export const gatewayRole = (ctx: RoleContext): Role => {
   let publisher: RequestRecordPublisher | null = null;
-  // SPEC 2.5: a request is journaled before its reply ends and when its upstream call begins, so a
-  // process that dies leaves its requests recorded (events/envelopes/journal.ts).
-  let journal: RequestJournal | null = null;
   const keys = ctx.apiKeys;
   const registry = new RegistrySnapshotCache(ctx.pool, ctx.databaseUrl, {
     onError: (err) => ctx.logger.error({ err }, 'registry snapshot refresh failed'),
@@ -141,9 +136,11 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     },
     rateLimiter: new RateLimiter(c.SVC_GATEWAY_RATE_LIMIT_RPM),
     onAttempt: (provider, outcome) => labelled(attemptsBy, attempts, provider, outcome).inc(),
+    // SPEC 2.5: a request is journaled when its upstream call begins and before its reply ends, so a
+    // process that dies leaves its requests recorded (events/envelopes/journal.ts).
     onBegun: (begun) => {
       try {
-        journal?.begun(begunOf(begun));
+        publisher?.begun(begunOf(begun));
       } catch (err) {
         ctx.logger.error({ err, request_id: begun.requestId }, 'request not journaled');
       }
@@ -162,9 +159,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       }
       try {
         const { draft, bodies } = envelopeOf(completed);
-        const built = buildRequestRecord(draft, bodies);
-        journal?.completed(built.record);
-        publisher?.recordBuilt(built);
+        publisher?.record(draft, bodies);
       } catch (err) {
         ctx.logger.error({ err, request_id: completed.requestId }, 'request.completed not recorded');
       }
@@ -194,21 +189,14 @@ export const gatewayRole = (ctx: RoleContext): Role => {
         // flight on a hung bus must fall back to the spool well before the forced exit.
         closeTimeoutMs: Math.floor(c.SVC_SHUTDOWN_TIMEOUT_MS / 4),
         onError: (err) => ctx.logger.warn({ err }, 'request.completed publication problem'),
-        onDurable: (requestId) => journal?.durable(requestId),
+        journalDir: journalPath(ctx.dataDir),
       });
       const records = publisher;
-      // Journals of gateways that died on this data dir, before this process opens its own.
-      const journals = journalPath(ctx.dataDir);
-      const adopted = await adoptJournals(journals, (found) => records.adopt(found));
-      if (adopted.segments > 0)
+      if (records.adopted.segments > 0)
         ctx.logger.warn(
-          { ...adopted },
+          { ...records.adopted },
           'adopted the request journal of a gateway that stopped without closing it',
         );
-      journal = RequestJournal.open({
-        dir: journals,
-        onError: (err, context) => ctx.logger.error({ err, context }, 'request journal problem'),
-      });
       new Gauge({
         name: 'svc_gateway_request_records',
         help: 'request.completed envelopes by state since start (published, spooled, drained, rejected, pending)',
@@ -237,9 +225,6 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     stop: async () => {
       // The HTTP server has drained: every served request is recorded before the bus closes.
       await publisher?.close();
-      // Everything it held is durable now; a journal with anything outstanding stays for the next start.
-      if (journal && !journal.close())
-        ctx.logger.warn({ ...journal.outstanding }, 'request journal kept for the next start');
       await registry.stop();
       await tenancy.stop();
       await caps.stop();

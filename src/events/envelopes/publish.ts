@@ -1,11 +1,9 @@
 import { type Bus, BusUnavailableError } from '../bus.js';
 import { SpoolDrainer } from './drain.js';
-import {
-  type BuiltRequestRecord,
-  buildRequestRecord,
-  type RecordBodies,
-  type RequestCompletedDraft,
-} from './record.js';
+import type { RequestBegun } from './interrupted.js';
+import { RequestJournal } from './journal.js';
+import { type AdoptedJournals, adoptJournals } from './journal-recovery.js';
+import { buildRequestRecord, type RecordBodies, type RequestCompletedDraft } from './record.js';
 import { Spool, type SpoolRecord, spoolPath } from './spool.js';
 
 export { buildBodyRef } from './body.js';
@@ -53,10 +51,11 @@ export interface RequestRecordPublisherOptions {
   /** Failures that were handled (spooled, retried, set aside); for logs. */
   onError?: (err: unknown, context: string) => void;
   /**
-   * A record is durable: the bus acknowledged it, or the spool fsynced it. The request journal
-   * (journal.ts) lets go of it then. Called at least once per record.
+   * The request journal's folder (journal.ts): every record is written there before `record`
+   * returns, and let go of once the bus acknowledged it or the spool fsynced it; journals of
+   * processes that died on it are adopted at open. Absent: no journal (tests, tools).
    */
-  onDurable?: (requestId: string) => void;
+  journalDir?: string;
 }
 
 export interface PublisherStats {
@@ -106,6 +105,9 @@ export class RequestRecordPublisher {
   private pumpScheduled = false;
   private readonly maxQueuedRecords: number;
   private readonly maxQueuedBytes: number;
+  private journal: RequestJournal | null = null;
+  /** What `open` adopted from the journals of processes that died on this data dir. */
+  adopted: AdoptedJournals = { segments: 0, completed: 0, interrupted: 0, corrupt: 0 };
 
   private constructor(
     private readonly bus: Bus,
@@ -142,21 +144,31 @@ export class RequestRecordPublisher {
   static async open(options: RequestRecordPublisherOptions): Promise<RequestRecordPublisher> {
     const spool = await Spool.open(spoolPath(options.dataDir), { maxSegmentBytes: options.maxSegmentBytes });
     const publisher = new RequestRecordPublisher(options.bus, spool, await spool.countPending(), options);
+    if (options.journalDir !== undefined) {
+      // Journals of processes that died on this data dir go to the spool before this one opens its own.
+      publisher.adopted = await adoptJournals(options.journalDir, (found) => publisher.adopt(found));
+      publisher.journal = RequestJournal.open({
+        dir: options.journalDir,
+        onError: (err, context) => publisher.report(err, context),
+      });
+    }
     if (publisher.drainer.backlog > 0) publisher.drainer.schedule(0);
     return publisher;
   }
 
-  /**
-   * Hands the record over and returns; throws only for a broken rule (closed publisher, an id that
-   * is not a valid subject token), never because of the bus.
-   */
-  record(draft: RequestCompletedDraft, bodies?: RecordBodies): void {
-    this.recordBuilt(buildRequestRecord(draft, bodies));
+  /** A request's upstream call is about to begin: journaled, so its process dying leaves a record. */
+  begun(b: RequestBegun): void {
+    this.journal?.begun(b);
   }
 
-  /** `record` of a record already built (the gateway journals it first). */
-  recordBuilt({ record, bytes }: Pick<BuiltRequestRecord, 'record' | 'bytes'>): void {
+  /**
+   * Hands the record over and returns, journaled first; throws only for a broken rule (closed
+   * publisher, an id that is not a valid subject token), never because of the bus.
+   */
+  record(draft: RequestCompletedDraft, bodies?: RecordBodies): void {
     if (this.closing) throw new Error('request record publisher is closed');
+    const { record, bytes } = buildRequestRecord(draft, bodies);
+    this.journal?.completed(record);
     const full = this.queue.length >= this.maxQueuedRecords || this.queuedBytes + bytes > this.maxQueuedBytes;
     if (!this.busUp || full) {
       this.toSpool(record);
@@ -240,6 +252,12 @@ export class RequestRecordPublisher {
     for (const record of this.drainer.stranded.splice(0)) this.toSpool(record);
     await Promise.allSettled([...this.spoolWrites]);
     await this.spool.close();
+    // Everything it held is durable now; a journal with anything outstanding stays for the next start.
+    if (this.journal && !this.journal.close())
+      this.report(
+        new Error(`request journal kept for the next start: ${JSON.stringify(this.journal.outstanding)}`),
+        'close the request journal',
+      );
     const lost = this.drainer.stranded.length;
     if (lost > 0) throw new Error(`${lost} request records could be neither published nor spooled`);
   }
@@ -343,7 +361,7 @@ export class RequestRecordPublisher {
 
   private durable(record: SpoolRecord): void {
     try {
-      this.options.onDurable?.(record.requestId);
+      this.journal?.durable(record.requestId);
     } catch (err) {
       this.report(err, `release ${record.requestId} from the journal`);
     }
