@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RequestCompletedDraft } from './record.js';
-import { TRACE_SOURCES } from './request-completed.js';
+import { NO_USAGE, TRACE_SOURCES } from './request-completed.js';
 
 /**
  * What the gateway's journal (journal.ts) keeps of a request whose upstream call began: enough to
@@ -60,21 +60,7 @@ export const interruptedDraft = (b: RequestBegun, endedBy: Date): RequestComplet
     latency_ms: finished.getTime() - started.getTime(),
     ttfb_ms: null,
     attempts: [],
-    usage: {
-      prompt_tokens: 0,
-      completion_tokens: 0,
-      total_tokens: 0,
-      cache_read_tokens: 0,
-      cache_write_tokens: 0,
-      reasoning_tokens: null,
-      audio_input_marker: 'not_reported',
-      audio_input_tokens: null,
-      audio_output_marker: 'not_reported',
-      audio_output_tokens: null,
-      has_audio: false,
-      input_image_tokens: null,
-      output_image_tokens: null,
-    },
+    usage: { ...NO_USAGE },
     usage_lines: [],
     cost_lines: [],
     total_cost_usd: '0',

@@ -226,6 +226,23 @@ export type Attempt = z.infer<typeof attemptSchema>;
 export type AttemptKind = (typeof ATTEMPT_KINDS)[number];
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 export type RequestUsage = z.infer<typeof usageSchema>;
+
+/** The usage of a request no upstream reported on: every counter 0, every optional one unknown. */
+export const NO_USAGE: Readonly<RequestUsage> = Object.freeze({
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  cache_read_tokens: 0,
+  cache_write_tokens: 0,
+  reasoning_tokens: null,
+  audio_input_marker: 'not_reported',
+  audio_input_tokens: null,
+  audio_output_marker: 'not_reported',
+  audio_output_tokens: null,
+  has_audio: false,
+  input_image_tokens: null,
+  output_image_tokens: null,
+});
 export type UsageLine = z.infer<typeof usageLineSchema>;
 export type Billing = z.infer<typeof billingSchema>;
 export type TraceFlags = z.infer<typeof traceFlagsSchema>;
