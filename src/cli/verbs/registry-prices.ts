@@ -17,7 +17,8 @@ export interface ExtraPriceOptions {
 
 export const PRICE_SYNTAX = 'METER[/MODALITY][@CACHE_TTL|#TOOL_TYPE]=USD';
 
-const usd = (value: string, flag: string): string => {
+/** An exact, non-negative USD amount given on the command line, as written. */
+export const usd = (value: string, flag: string): string => {
   const parsed = tryParseUsd(value);
   if (!parsed.ok) throw new CliError(`${flag}: ${parsed.error}`);
   if (parsed.value < 0n) throw new CliError(`${flag} must not be negative`);
@@ -27,7 +28,7 @@ const usd = (value: string, flag: string): string => {
 const PRICE_PATTERN = /^([a-z_]+)(?:\/([a-z]+))?(?:@([^=#]+)|#([^=@]+))?=(.+)$/;
 
 /** One `--price` value, e.g. `cache_write_token@1h=0.00000375`, `request=0.01`, `tool_call#web_search=0.01`. */
-export const parsePrice = (spec: string): PinnedPrice => {
+const parsePrice = (spec: string): PinnedPrice => {
   const m = PRICE_PATTERN.exec(spec.trim());
   if (!m) throw new CliError(`--price ${spec}: expected ${PRICE_SYNTAX}`);
   const [, meter = '', modality = 'text', ttl, tool, price = ''] = m;

@@ -13,7 +13,6 @@ import {
 import type { ImportSummary } from '../../commands/registry/import.js';
 import type { PostgresEventStore } from '../../events/postgres/event-store.js';
 import { newId } from '../../lib/ids.js';
-import { tryParseUsd } from '../../lib/money.js';
 import { validateOrigin } from '../../lib/origin.js';
 import { MODALITIES, type Modality } from '../../pricing/index.js';
 import { catchUpRegistry, listEndpoints, sharedFactsFrom } from '../../projections/registry/queries.js';
@@ -27,7 +26,13 @@ import {
 import { CliError, emit, table } from '../output.js';
 import { progress } from '../progress.js';
 import { type Database, withEventStore } from '../runtime.js';
-import { type ExtraPriceOptions, extraPrices, PRICE_SYNTAX, unpricedWarning } from './registry-prices.js';
+import {
+  type ExtraPriceOptions,
+  extraPrices,
+  PRICE_SYNTAX,
+  unpricedWarning,
+  usd,
+} from './registry-prices.js';
 
 const context = (): CommandContext => ({
   commandId: newId('cmd'),
@@ -148,13 +153,6 @@ const capabilitiesOption = (value: string): Capabilities => {
   return Object.fromEntries(CAPABILITIES.map((c) => [c, parts.includes(c)])) as Capabilities;
 };
 
-const priceOption = (value: string, flag: string): string => {
-  const parsed = tryParseUsd(value);
-  if (!parsed.ok) throw new CliError(`${flag}: ${parsed.error}`);
-  if (parsed.value < 0n) throw new CliError(`${flag} must not be negative`);
-  return value;
-};
-
 interface UpsertOptions extends ExtraPriceOptions {
   lane?: string;
   adapter: string;
@@ -201,8 +199,8 @@ const runUpsert = async (opts: UpsertOptions) => {
     lane,
     adapter,
     endpoint,
-    inputPricePerToken: priceOption(opts.inputPricePerToken, '--input-price-per-token'),
-    outputPricePerToken: priceOption(opts.outputPricePerToken, '--output-price-per-token'),
+    inputPricePerToken: usd(opts.inputPricePerToken, '--input-price-per-token'),
+    outputPricePerToken: usd(opts.outputPricePerToken, '--output-price-per-token'),
     extraPrices: extraPrices(opts),
   };
   const unpriced = unpricedWarning(adapter, `${lane}/${opts.model}`, input.extraPrices);

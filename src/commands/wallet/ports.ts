@@ -19,9 +19,6 @@ export interface EscrowPort {
   hold(request: HoldRequest): Promise<HoldResult>;
 }
 
-/** Until wallets exist every hold succeeds: platform-key traffic is served and not held. */
-export const noEscrow: EscrowPort = { hold: async () => ({ ok: true }) };
-
 /**
  * The payment provider port (SPEC 1.4, 5): top-ups are payment intents, refunds are provider
  * refunds, and deliveries arrive as signed webhooks.

@@ -27,7 +27,7 @@ export const requestBegunSchema = z.object({
 export type RequestBegun = z.infer<typeof requestBegunSchema>;
 
 /** The status and error of an interrupted request (request-completed.ts). */
-export const INTERRUPTED = { status: 'interrupted', httpStatus: 500, code: 'interrupted' } as const;
+const INTERRUPTED = { status: 'interrupted', httpStatus: 500, code: 'interrupted' } as const;
 
 /**
  * The request.completed draft of a request whose process died after its upstream call began. What

@@ -90,7 +90,7 @@ export const processAlive = (pid: number | undefined): boolean => {
  * True when the state file names this process as owner, or names one that is gone. A state file
  * that cannot be read (removed with its data dir) names nobody: the server is ours to stop.
  */
-export const answerable = (stateFile: string): boolean => {
+const answerable = (stateFile: string): boolean => {
   let owner: number | undefined;
   try {
     owner = readStateSync(stateFile)?.ownerPid;
@@ -105,7 +105,7 @@ export const answerable = (stateFile: string): boolean => {
  * postmaster.pid. On Linux the pid must still run a postgres of this cluster: a stale file and a
  * reused pid must not make us signal an unrelated process.
  */
-export const postmasterOf = (clusterDir: string): number | null => {
+const postmasterOf = (clusterDir: string): number | null => {
   let pid: number;
   try {
     pid = Number(readFileSync(join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -123,7 +123,7 @@ export const postmasterOf = (clusterDir: string): number | null => {
 };
 
 /** SIGINT is PostgreSQL's fast shutdown: roll back open transactions, checkpoint, exit. */
-export const signalFastShutdown = (pid: number): void => {
+const signalFastShutdown = (pid: number): void => {
   try {
     process.kill(pid, 'SIGINT');
   } catch {
@@ -134,7 +134,7 @@ export const signalFastShutdown = (pid: number): void => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Fast shutdown of a postmaster that is not our child: we can only watch its pid. */
-export const stopPostmaster = async (pid: number, timeoutMs = 15_000): Promise<void> => {
+const stopPostmaster = async (pid: number, timeoutMs = 15_000): Promise<void> => {
   signalFastShutdown(pid);
   const deadline = Date.now() + timeoutMs;
   while (processAlive(pid)) {
@@ -155,7 +155,7 @@ export const stopPostmaster = async (pid: number, timeoutMs = 15_000): Promise<v
  * before, take a few milliseconds to leave pg_stat_activity, so a non-zero count is asked again for
  * up to `graceMs` before it counts.
  */
-export const othersConnected = async (adminUrl: string, graceMs = 2_000): Promise<boolean> => {
+const othersConnected = async (adminUrl: string, graceMs = 2_000): Promise<boolean> => {
   const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2_000 });
   c.on('error', () => {});
   try {
