@@ -30,7 +30,6 @@ export const answerChat = (
 ): GatewayAnswer => {
   const { completed, input } = scope;
   const identity = identityOf(scope, endpoint);
-  input.client.release();
   for (const c of reply.message.tool_calls ?? []) {
     const name = c.function?.name;
     if (name) completed.toolSummary[name] = (completed.toolSummary[name] ?? 0) + 1;

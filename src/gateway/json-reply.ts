@@ -50,7 +50,6 @@ export const answerJsonReply = (
   operation: JsonOperation,
   reply: JsonReply,
 ): GatewayAnswer => {
-  scope.input.client.release();
   priceJson(scope, endpoint, operation, reply.usage, reply.serviceTier, '');
   return scope.answer(JSON.stringify(reply.body));
 };

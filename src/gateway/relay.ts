@@ -28,7 +28,6 @@ export const relayCommitted = async <C>(
     const message = err instanceof StreamFailure ? err.message : 'upstream stream failed';
     return new ServiceError('upstream_stream_error', message);
   } finally {
-    scope.input.client.release();
     if (sink.closed) await result.rest!.return?.();
   }
 };

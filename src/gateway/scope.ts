@@ -171,6 +171,8 @@ export class RequestScope {
   finish(status: number, error?: ServiceError, responseBody?: Buffer | null): void {
     if (this.finished) return;
     this.finished = true;
+    // Every request ends here once, broken ones too: a client leaving from now on aborts nothing.
+    this.input.client.release();
     const { completed, startedAt } = this;
     const canonical = completed.request;
     completed.finishedAt = new Date();
@@ -274,7 +276,6 @@ export class RequestScope {
       completed.funding = credentials.funding;
       return result;
     }
-    input.client.release();
     const last = result.attempts.at(-1);
     if (last) {
       completed.provider = last.provider;

@@ -35,7 +35,7 @@ const scopeOf = (messages: unknown) => {
     requestBytes: 10,
     tracingHeader: undefined,
     sessionHeader: undefined,
-    client: {} as never,
+    client: { watch: () => undefined, release: () => undefined } as never,
   });
   return { scope, records };
 };
