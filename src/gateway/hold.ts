@@ -28,8 +28,7 @@ export const worstCaseOutput = (
  * (SPEC 4.1 rule 6 refuses other values only on messages-style routes), and each choice bills its
  * own output. A value the upstream would refuse bills nothing; 1 stands for it.
  */
-export const choicesOf = (n: unknown): number =>
-  typeof n === 'number' && Number.isSafeInteger(n) && n > 1 ? n : 1;
+const choicesOf = (n: unknown): number => (typeof n === 'number' && Number.isSafeInteger(n) && n > 1 ? n : 1);
 
 /**
  * What a request may cost on one endpoint, estimated before dispatch (SPEC 8 "escrow hold"): the
@@ -69,8 +68,13 @@ export const holdEscrow = async (
 ): Promise<{ ok: true; candidates: readonly RegistryEndpoint[] } | { ok: false; error: ServiceError }> => {
   const { tenancy, registry, startedAt, input } = scope;
   const { key, requestId, canonical } = input;
-  const embeddingsPrompt =
-    canonical.operation === 'embeddings' ? embeddingsPromptTokens(canonical.raw.input) : 0;
+  // Read only for a wallet-funded embeddings candidate: the edge has already checked the input.
+  let embeddingsPrompt: number | undefined;
+  const promptOf = () => {
+    embeddingsPrompt ??=
+      canonical.operation === 'embeddings' ? embeddingsPromptTokens(canonical.raw.input) : 0;
+    return embeddingsPrompt;
+  };
   let hold: Usd | null = null;
   const holdable: RegistryEndpoint[] = [];
   const unpriced: string[] = [];
@@ -79,10 +83,7 @@ export const holdEscrow = async (
       holdable.push(e);
       continue;
     }
-    const estimate = escrowEstimate(
-      registry.cardAt(e, startedAt.getTime()),
-      shapeOf(scope, e, embeddingsPrompt),
-    );
+    const estimate = escrowEstimate(registry.cardAt(e, startedAt.getTime()), shapeOf(scope, e, promptOf()));
     if (estimate.status !== 'reserved') {
       unpriced.push(`${e.lane}/${e.model}: ${estimate.detail}`);
       continue;

@@ -11,6 +11,9 @@ import { selectCandidates } from './selector.js';
 
 export type { ClientPort, FrameSink, GatewayAnswer, GatewayDeps, GatewayRequest } from './scope.js';
 
+/** An organization without a provider disallow list disallows nothing. */
+const NO_DISALLOW: ReadonlySet<string> = new Set();
+
 /**
  * One request of any gateway operation, from the canonical request an edge parsed to its record:
  * chat in either dialect (buffered or streamed), embeddings, responses and token counting.
@@ -41,7 +44,7 @@ export async function serveRequest(deps: GatewayDeps, input: GatewayRequest): Pr
   if (capped) return scope.fail(capped);
   const selected = selectCandidates(scope.registry, canonical.model, {
     capability: policy.capability,
-    disallow: scope.tenancy.org(key.orgId)?.disallow ?? new Set(),
+    disallow: scope.tenancy.org(key.orgId)?.disallow ?? NO_DISALLOW,
     operation: policy.describe,
     hasConnection: (endpoint, name) => scope.tenancy.hasConnection(key.projectId, endpoint, name),
     atMs: scope.startedAt.getTime(),

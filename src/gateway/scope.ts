@@ -96,7 +96,7 @@ export type GatewayAnswer =
     }
   | { readonly kind: 'streamed' | 'client_gone' };
 
-export const STREAMED: GatewayAnswer = Object.freeze({ kind: 'streamed' });
+const STREAMED: GatewayAnswer = Object.freeze({ kind: 'streamed' });
 const CLIENT_GONE: GatewayAnswer = Object.freeze({ kind: 'client_gone' });
 
 const tracingOf = (

@@ -99,11 +99,13 @@ export const selectCandidates = (
         .sort((a, b) => compareUsd(a.p!, b.p!))
         .map((x) => x.e)
         .slice(0, 1);
-    } else if (part.kind === 'model' || snapshot.byModel(part.text, atMs).length > 0) {
-      // A canonical id wins over a `lane:connection/model` reading of the same text.
+    } else if (part.kind === 'model') {
       found = snapshot.candidates(part.text, atMs);
     } else {
-      const targeted = targetConnection(snapshot, part, options.hasConnection, atMs);
+      // A canonical id wins over a `lane:connection/model` reading of the same text.
+      const canonical = snapshot.byModel(part.text, atMs);
+      const targeted =
+        canonical.length > 0 ? canonical : targetConnection(snapshot, part, options.hasConnection, atMs);
       if (targeted instanceof ServiceError) return { ok: false, error: targeted };
       found = targeted;
     }

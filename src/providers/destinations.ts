@@ -76,7 +76,7 @@ type Connector = ReturnType<typeof buildConnector>;
  * look one up), a name through the guarded lookup. One inner connector per port, because the
  * lookup must know the port to recognise this gateway's own listener.
  */
-export const guardedConnector = (
+const guardedConnector = (
   policy: DestinationPolicy,
   options: buildConnector.BuildOptions = {},
 ): Connector => {

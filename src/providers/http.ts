@@ -17,8 +17,8 @@ import { type AttemptFailure, StreamFailure } from './provider.js';
  * Origins a tenant chose go through their own pool, whose connections are checked on the address
  * dialled (providers/destinations.ts).
  */
-export const upstreamAgent = new Agent(AGENT_OPTIONS);
-export const tenantAgent = guardedAgent(processPolicy);
+const upstreamAgent = new Agent(AGENT_OPTIONS);
+const tenantAgent = guardedAgent(processPolicy);
 
 /** The pool for an origin: the operator's pass as SPEC 4.7 says, a tenant's are checked. */
 export const agentFor = (destination: Destination): Dispatcher =>

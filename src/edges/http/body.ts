@@ -8,7 +8,7 @@ import { fieldOf, unstorableIn } from '../../lib/storable.js';
  * field the schema passes through (a connection's metadata, a comment) cannot carry such text into
  * `text` or `jsonb` and come back as a 500.
  */
-export const storableJson = z.unknown().superRefine((value, ctx) => {
+const storableJson = z.unknown().superRefine((value, ctx) => {
   const bad = unstorableIn(value);
   if (bad) ctx.addIssue({ code: 'custom', path: bad.path, message: bad.problem });
 });

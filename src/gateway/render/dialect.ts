@@ -2,6 +2,7 @@ import { renderPrimaryError, type ServiceError } from '../../lib/errors.js';
 import { dataFrame } from '../../lib/sse.js';
 import type { CanonicalChunk, CanonicalReply, Usage } from '../../providers/contract.js';
 import { type ReplyIdentity, renderPrimaryChunk, renderPrimaryReply } from './primary.js';
+import { DONE_FRAME } from './relayed.js';
 
 /** Turns one reply's canonical chunks into the frames of a dialect's stream, in order. */
 export interface StreamRenderer {
@@ -36,7 +37,7 @@ export const primaryDialect: Dialect = {
       const frame = renderPrimaryChunk(c, who, includeUsage);
       return frame ? [dataFrame(JSON.stringify(frame))] : [];
     },
-    end: () => ['data: [DONE]\n\n'],
-    error: (err) => [dataFrame(JSON.stringify(renderPrimaryError(err, who.requestId))), 'data: [DONE]\n\n'],
+    end: () => [DONE_FRAME],
+    error: (err) => [dataFrame(JSON.stringify(renderPrimaryError(err, who.requestId))), DONE_FRAME],
   }),
 };

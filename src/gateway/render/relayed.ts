@@ -4,10 +4,7 @@ import type { RelayedEvent } from '../../providers/provider.js';
 
 /** An upstream event written back as it came (a multi-line payload keeps one data line per line). */
 export const frameOf = (e: RelayedEvent): string =>
-  `${e.event === undefined ? '' : `event: ${e.event}\n`}${e.data
-    .split('\n')
-    .map((line) => `data: ${line}\n`)
-    .join('')}\n`;
+  `${e.event === undefined ? '' : `event: ${e.event}\n`}data: ${e.data.replaceAll('\n', '\ndata: ')}\n\n`;
 
 /** The Responses stream's own error event, for a stream that failed after it began (SPEC 7.6 rule 1). */
 export const relayedErrorFrame = (err: ServiceError, requestId: string): string =>
