@@ -179,3 +179,10 @@ export const destinationOf = (
   source: OriginSource,
 ): Destination =>
   credentials.funding === 'byok' && (source === 'connection' || source === 'derived') ? 'tenant' : 'operator';
+
+/**
+ * The destination of an adapter whose origin is the connection's base_url when it has one, else
+ * the lane's (the reference and messages-style wires).
+ */
+export const connectionOrLane = (credentials: { funding: 'byok' | 'wallet'; baseUrl: string | null }) =>
+  destinationOf(credentials, credentials.baseUrl !== null ? 'connection' : 'lane');

@@ -1,5 +1,5 @@
 import type { CanonicalRequest } from '../contract.js';
-import { destinationOf } from '../destinations.js';
+import { connectionOrLane } from '../destinations.js';
 import { callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
 import type {
   AttemptFailure,
@@ -148,10 +148,7 @@ const post = (
     signal: target.signal,
     timeoutMs: target.timeoutMs,
     bodyTimeoutMs: target.timeoutMs,
-    destination: destinationOf(
-      target.credentials,
-      target.credentials.baseUrl !== null ? 'connection' : 'lane',
-    ),
+    destination: connectionOrLane(target.credentials),
   });
 
 const countTokens = async (request: CanonicalRequest, target: AttemptTarget): Promise<CountOutcome> => {

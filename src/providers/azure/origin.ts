@@ -1,5 +1,6 @@
 import { validateOrigin } from '../../lib/origin.js';
 import type { Validated } from '../../lib/validated.js';
+import type { OriginSource } from '../destinations.js';
 import { NO_BASE_URL } from '../endpoint.js';
 import { type DeploymentHostMetadata, validateDeploymentHostMetadata } from './credentials.js';
 
@@ -11,8 +12,6 @@ export const DEFAULT_DOMAIN: Readonly<Record<DeploymentHostAdapter, string>> = {
   azure: 'openai.azure.com',
   'azure-gov': 'openai.azure.us',
 };
-
-export type OriginSource = 'connection' | 'lane' | 'derived';
 
 export type ResolvedOrigin =
   | { ok: true; origin: string; source: OriginSource }

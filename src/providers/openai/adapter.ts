@@ -1,5 +1,5 @@
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest, ChatMessage, Usage } from '../contract.js';
-import { destinationOf } from '../destinations.js';
+import { connectionOrLane } from '../destinations.js';
 import { callUpstream, failureFromStatus, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptOutcome,
@@ -121,10 +121,7 @@ const post = (target: AttemptTarget, path: string, body: string, stream: boolean
     signal: target.signal,
     timeoutMs: target.timeoutMs,
     bodyTimeoutMs: target.timeoutMs,
-    destination: destinationOf(
-      target.credentials,
-      target.credentials.baseUrl !== null ? 'connection' : 'lane',
-    ),
+    destination: connectionOrLane(target.credentials),
   });
 
 /** The inbound JSON with the upstream's model id: the other fields pass through unread. */

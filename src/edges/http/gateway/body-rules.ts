@@ -1,4 +1,5 @@
 import { ServiceError } from '../../../lib/errors.js';
+import { isPlainObject } from '../../../lib/fields.js';
 
 /**
  * What the gateway itself reads in a primary-dialect body, checked at the edge so that a body it
@@ -8,11 +9,21 @@ import { ServiceError } from '../../../lib/errors.js';
  * through for the upstream to judge (STYLE.md rule 3).
  */
 
-const invalid = (param: string, message: string) =>
+export const invalid = (param: string, message: string) =>
   new ServiceError('invalid_request_error', message, { param });
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+/** The body as a JSON object, else a 400 naming it. */
+export const objectBody = (body: unknown): Record<string, unknown> => {
+  if (!isPlainObject(body)) throw invalid('body', 'the request body must be a JSON object');
+  return body;
+};
+
+/** The model selector, trimmed; required. */
+export const modelOf = (raw: Record<string, unknown>): string => {
+  if (typeof raw.model !== 'string' || raw.model.trim() === '')
+    throw invalid('model', 'model is required and must be a string');
+  return raw.model.trim();
+};
 
 /**
  * An output limit (max_tokens, max_completion_tokens, max_output_tokens): absent or null, or a
@@ -44,7 +55,7 @@ const checkContent = (content: unknown, param: string): void => {
   if (content === undefined || content === null || typeof content === 'string') return;
   if (!Array.isArray(content)) throw invalid(param, `${param} must be a string or an array of content parts`);
   for (const [i, part] of content.entries())
-    if (!isObject(part) || typeof part.type !== 'string')
+    if (!isPlainObject(part) || typeof part.type !== 'string')
       throw invalid(`${param}[${i}]`, `${param}[${i}] must be a content part object with a string type`);
 };
 
@@ -54,9 +65,9 @@ const checkToolCalls = (calls: unknown, param: string): void => {
   if (!Array.isArray(calls)) throw invalid(param, `${param} must be an array of tool calls`);
   for (const [i, call] of calls.entries()) {
     const at = `${param}[${i}]`;
-    if (!isObject(call)) throw invalid(at, `${at} must be a tool call object`);
+    if (!isPlainObject(call)) throw invalid(at, `${at} must be a tool call object`);
     const fn = call.function;
-    if (fn !== undefined && (!isObject(fn) || (fn.name !== undefined && typeof fn.name !== 'string')))
+    if (fn !== undefined && (!isPlainObject(fn) || (fn.name !== undefined && typeof fn.name !== 'string')))
       throw invalid(`${at}.function`, `${at}.function must be an object with a string name`);
   }
 };
@@ -67,7 +78,8 @@ export const checkMessages = (messages: unknown): void => {
     throw invalid('messages', 'messages must be a non-empty array');
   for (const [i, m] of messages.entries()) {
     const at = `messages[${i}]`;
-    if (!isObject(m) || typeof m.role !== 'string') throw invalid(at, `${at} must be an object with a role`);
+    if (!isPlainObject(m) || typeof m.role !== 'string')
+      throw invalid(at, `${at} must be an object with a role`);
     checkContent(m.content, `${at}.content`);
     checkToolCalls(m.tool_calls, `${at}.tool_calls`);
   }

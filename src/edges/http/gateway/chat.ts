@@ -1,26 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { primaryDialect } from '../../../gateway/render/dialect.js';
-import { ServiceError } from '../../../lib/errors.js';
 import type { CanonicalRequest, ChatMessage, ToolChoice } from '../../../providers/contract.js';
-import { checkMessages, largestOutputLimit } from './body-rules.js';
+import { checkMessages, invalid, largestOutputLimit, modelOf, objectBody } from './body-rules.js';
 import { callGateway, type GatewayEdgeDeps } from './client.js';
 
 /** Reads the fields the gateway acts on; everything else passes through (STYLE.md rule 3). */
 export const parseChatBody = (body: unknown): CanonicalRequest => {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ServiceError('invalid_request_error', 'the request body must be a JSON object', {
-      param: 'body',
-    });
-  }
-  const raw = body as Record<string, unknown>;
-  if (typeof raw.model !== 'string' || raw.model.trim() === '') {
-    throw new ServiceError('invalid_request_error', 'model is required and must be a string', {
-      param: 'model',
-    });
-  }
+  const raw = objectBody(body);
+  const model = modelOf(raw);
   checkMessages(raw.messages);
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean') {
-    throw new ServiceError('invalid_request_error', 'stream must be a boolean', { param: 'stream' });
+    throw invalid('stream', 'stream must be a boolean');
   }
   const streamOptions = raw.stream_options as { include_usage?: unknown } | undefined;
   const stop = typeof raw.stop === 'string' ? [raw.stop] : Array.isArray(raw.stop) ? raw.stop : undefined;
@@ -30,7 +20,7 @@ export const parseChatBody = (body: unknown): CanonicalRequest => {
   return {
     operation: 'chat',
     route: '/v1/chat/completions',
-    model: raw.model.trim(),
+    model,
     messages: raw.messages as ChatMessage[],
     stream: raw.stream === true,
     includeUsage: streamOptions?.include_usage === true,

@@ -1,28 +1,12 @@
 import { embeddingsInputForm } from '../../../gateway/embeddings-input.js';
-import { ServiceError } from '../../../lib/errors.js';
 import type { CanonicalRequest } from '../../../providers/contract.js';
-import { outputLimit } from './body-rules.js';
+import { invalid, modelOf, objectBody, outputLimit } from './body-rules.js';
 
 /**
  * The bodies of the primary dialect's JSON operations (SPEC 4.1: embeddings, responses). The gateway
  * reads what selection, escrow and pricing need and keeps the parsed body in `raw` for the upstream
  * (STYLE.md rule 3); only request-global malformations are refused here, before any dispatch.
  */
-
-const invalid = (param: string, message: string) =>
-  new ServiceError('invalid_request_error', message, { param });
-
-const objectBody = (body: unknown): Record<string, unknown> => {
-  if (!body || typeof body !== 'object' || Array.isArray(body))
-    throw invalid('body', 'the request body must be a JSON object');
-  return body as Record<string, unknown>;
-};
-
-const modelOf = (raw: Record<string, unknown>): string => {
-  if (typeof raw.model !== 'string' || raw.model.trim() === '')
-    throw invalid('model', 'model is required and must be a string');
-  return raw.model.trim();
-};
 
 export const parseEmbeddingsBody = (body: unknown): CanonicalRequest => {
   const raw = objectBody(body);
