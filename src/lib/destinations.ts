@@ -43,6 +43,11 @@ const RANGES = ranges([
   ['reserved', '240.0.0.0', 4, 'ipv4'],
   ['unspecified', '::', 128, 'ipv6'],
   ['loopback', '::1', 128, 'ipv6'],
+  // Deprecated forms that carry an IPv4 address inside (IPv4-compatible ::a.b.c.d, 6to4, Teredo):
+  // never a legitimate upstream, and a way to spell 127.0.0.1 past a check of the mapped form.
+  ['reserved', '::', 96, 'ipv6'],
+  ['reserved', '2002::', 16, 'ipv6'],
+  ['reserved', '2001::', 32, 'ipv6'],
   ['reserved', '64:ff9b:1::', 48, 'ipv6'],
   ['reserved', '100::', 64, 'ipv6'],
   ['reserved', '2001:db8::', 32, 'ipv6'],

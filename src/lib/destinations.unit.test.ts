@@ -23,6 +23,10 @@ describe('tenant destinations (SPEC 4.7, 5)', () => {
       ['::ffff:7f00:1', 'loopback'],
       ['[::ffff:169.254.169.254]', 'link-local'],
       ['64:ff9b::a00:1', 'private'],
+      ['::127.0.0.1', 'reserved'],
+      ['[::7f00:1]', 'reserved'],
+      ['2002:7f00:1::', 'reserved'],
+      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'reserved'],
       ['not an address', 'reserved'],
     ];
     for (const [address, cls] of cases) expect([address, classifyAddress(address)]).toEqual([address, cls]);
