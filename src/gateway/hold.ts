@@ -56,6 +56,16 @@ const shapeOf = (scope: RequestScope, endpoint: RegistryEndpoint, embeddingsProm
 };
 
 /**
+ * Request fields that bring in context the upstream holds (an earlier response, a conversation, a
+ * stored prompt): the upstream bills it as prompt, and the gateway cannot see its size, so no hold
+ * sized from the body covers it.
+ */
+const UPSTREAM_STATE = ['previous_response_id', 'conversation', 'prompt'] as const;
+
+const upstreamStateOf = (raw: Record<string, unknown>): string | undefined =>
+  UPSTREAM_STATE.find((field) => raw[field] !== undefined && raw[field] !== null);
+
+/**
  * Wallet-funded candidates hold the largest of their estimates before any upstream call (SPEC 1.4,
  * 8); candidates on the project's own key hold nothing. A wallet-funded candidate that cannot be
  * estimated is not dispatched at all: funded traffic never reaches an upstream without a hold.
@@ -78,9 +88,16 @@ export const holdEscrow = async (
   let hold: Usd | null = null;
   const holdable: RegistryEndpoint[] = [];
   const unpriced: string[] = [];
+  const stateField = upstreamStateOf(canonical.raw);
   for (const e of candidates) {
     if (tenancy.credentials(key.projectId, e)?.funding !== 'wallet') {
       holdable.push(e);
+      continue;
+    }
+    if (stateField !== undefined) {
+      unpriced.push(
+        `${e.lane}/${e.model}: ${stateField} brings in context the upstream holds, whose size no hold can cover; send the whole context, or use the project's own key`,
+      );
       continue;
     }
     const estimate = escrowEstimate(registry.cardAt(e, startedAt.getTime()), shapeOf(scope, e, promptOf()));

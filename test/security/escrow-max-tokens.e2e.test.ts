@@ -180,4 +180,26 @@ describe('an output limit the gateway cannot read is refused before any upstream
     });
     expect(one.status, one.text).toBe(200);
   });
+
+  it('state the upstream holds (previous_response_id, conversation, stored prompt) cannot be held for on the wallet: 400, nothing upstream', async () => {
+    const before = upstreamCalls();
+    const answers: [string, number, string | undefined][] = [];
+    for (const [field, value] of [
+      ['previous_response_id', 'resp_abc'],
+      ['conversation', 'conv_abc'],
+      ['prompt', { id: 'pmpt_abc' }],
+    ] as const) {
+      const r = await call(gw.serve.httpUrl, 'POST', '/v1/responses', {
+        token: gw.boot.api_key,
+        body: { model: 'gpt-4o', input: 'hi', max_output_tokens: 16, [field]: value },
+      });
+      answers.push([field, r.status, (r.json?.error as { code?: string } | undefined)?.code]);
+    }
+    expect(answers).toEqual([
+      ['previous_response_id', 400, 'no_compatible_candidate'],
+      ['conversation', 400, 'no_compatible_candidate'],
+      ['prompt', 400, 'no_compatible_candidate'],
+    ]);
+    expect(upstreamCalls() - before).toBe(0);
+  });
 });
