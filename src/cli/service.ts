@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { ChannelEngine } from '../analytics/chdb/channel.js';
 import type { AnalyticsStore } from '../analytics/port.js';
 import type { Config } from '../config/config.js';
 import { bindGrpc, createGrpcServer } from '../edges/grpc/server.js';
@@ -16,20 +17,28 @@ import type { ObjectStore } from '../objects/port.js';
 import { addOwnListener, configureUpstreams } from '../providers/destinations.js';
 import { ROLE_FACTORIES } from '../roles/index.js';
 import { ROLE_NAMES, type Role, type RoleName } from '../roles/role.js';
+import { type DataProcess, splitRoles, startDataProcess } from './data-process.js';
 import { CliError } from './output.js';
 import { type Database, dataDirOf, loadSecrets, openDatabase, type Secrets } from './runtime.js';
-import { openAnalytics, openBus, openObjects } from './storage.js';
+import { ANALYTICS_DATABASE, openAnalytics, openBus, openObjects } from './storage.js';
 
 export interface RunningService {
+  /** Empty in a process that serves no port (a data process). */
   httpUrl: string;
   httpPort: number;
   grpcPort: number;
+  /** Every role this service runs, its data process's included. */
   roles: RoleName[];
+  /** The roles run by the data process (cli/data-process.ts), and its pid; empty when none. */
+  dataProcess: { roles: RoleName[]; pid: number | null };
   notBuilt: RoleName[];
   database: Database;
   secrets: Secrets;
   logger: Logger;
-  app: FastifyInstance;
+  /** The analytics store this process opened (null when none); a data process shares its engine. */
+  analytics: AnalyticsStore | null;
+  health: HealthRegistry;
+  metrics: Registry;
   stop(): Promise<void>;
 }
 
@@ -58,8 +67,17 @@ export const parseRoles = (value: string | undefined): RoleName[] => {
  */
 export const startService = async (
   config: Config,
-  options: { roles: RoleName[]; logger?: Logger; signal?: AbortSignal },
+  options: {
+    roles: RoleName[];
+    logger?: Logger;
+    signal?: AbortSignal;
+    /** False in a data process: no HTTP or gRPC server; the parent serves its health and metrics. */
+    listen?: boolean;
+    /** Prefixes Node's default metrics, so a data process's do not collide with its parent's. */
+    defaultMetricsPrefix?: string;
+  },
 ): Promise<RunningService> => {
+  const listen = options.listen !== false;
   const logger = options.logger ?? pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
   const checkpoint = () => options.signal?.throwIfAborted();
   const secrets = await loadSecrets(config);
@@ -75,7 +93,7 @@ export const startService = async (
     onLog: (line) => logger.debug({ postgres: String(line).trim() }),
   });
   const metrics = new Registry();
-  collectDefaultMetrics({ register: metrics });
+  collectDefaultMetrics({ register: metrics, prefix: options.defaultMetricsPrefix ?? '' });
   const health = new HealthRegistry();
   health.register('postgres', async () => {
     await database.pool.query('SELECT 1');
@@ -89,7 +107,9 @@ export const startService = async (
   const notBuilt: RoleName[] = [];
   let app: FastifyInstance | null = null;
   let grpcServer: grpc.Server | null = null;
+  let dataProcess: DataProcess | null = null;
   const started: Role[] = [];
+  const split = splitRoles(options.roles, config.SVC_SERVE_DATA_PROCESS);
 
   // Everything that holds a PostgreSQL connection closes before the database does: the embedded
   // server is stopped last, so no session of ours sees it go.
@@ -104,6 +124,8 @@ export const startService = async (
         logger.error({ err, role: role.name }, 'role stop failed'),
       );
     }
+    // After this process's requests drained (their records are on the bus), before the database.
+    await dataProcess?.stop().catch((err: unknown) => logger.error({ err }, 'data process stop failed'));
     await apiKeys.stop();
     await bus?.close().catch(() => {});
     await analytics?.close().catch(() => {});
@@ -124,8 +146,23 @@ export const startService = async (
       .ensureStreams()
       .catch((err: unknown) => logger.warn({ err }, 'bus streams not ensured at start; will retry on use'));
     checkpoint();
-    if (options.roles.some((r) => DATA_ROLES.includes(r))) {
-      const store = await openAnalytics(config);
+    if (split.child.length > 0) {
+      const started = await startDataProcess({
+        config,
+        databaseUrl: database.url,
+        roles: split.child,
+        logger,
+        signal: options.signal,
+      });
+      dataProcess = started;
+      health.register('data-process', async () => {
+        await started.health();
+      });
+      health.include(() => started.health());
+    }
+    checkpoint();
+    if (split.here.some((r) => DATA_ROLES.includes(r))) {
+      const store = await openHereAnalytics(config, dataProcess);
       analytics = store;
       health.register('analytics', async () => {
         const h = await store.health();
@@ -155,7 +192,7 @@ export const startService = async (
       masterKey: secrets.masterKey,
     };
 
-    for (const name of options.roles) {
+    for (const name of split.here) {
       checkpoint();
       const factory = ROLE_FACTORIES[name];
       if (factory) roles.push(await factory(ctx));
@@ -167,14 +204,27 @@ export const startService = async (
       started.push(role);
     }
     checkpoint();
-    app = await createHttpServer({ logger, metrics, health, roles });
-    await app.listen({ host: config.SVC_HTTP_HOST, port: config.SVC_HTTP_PORT });
-    const address = app.server.address();
-    const httpPort = typeof address === 'object' && address ? address.port : config.SVC_HTTP_PORT;
-    // A tenant origin never dials this listener (the hop mark covers addresses it cannot know).
-    if (typeof address === 'object' && address) addOwnListener(address.address, address.port);
-    grpcServer = createGrpcServer({ health, roles, version: VERSION });
-    const grpcPort = await bindGrpc(grpcServer, config.SVC_HTTP_HOST, config.SVC_GRPC_PORT);
+    let httpPort = 0;
+    let grpcPort = 0;
+    if (listen) {
+      const child = dataProcess;
+      // The data process's roles are named beside this process's, and serve nothing here.
+      const mounts = [...roles, ...split.child.map((name) => ({ name }))];
+      app = await createHttpServer({
+        logger,
+        metrics,
+        health,
+        roles: mounts,
+        ...(child ? { moreMetrics: () => child.metrics() } : {}),
+      });
+      await app.listen({ host: config.SVC_HTTP_HOST, port: config.SVC_HTTP_PORT });
+      const address = app.server.address();
+      httpPort = typeof address === 'object' && address ? address.port : config.SVC_HTTP_PORT;
+      // A tenant origin never dials this listener (the hop mark covers addresses it cannot know).
+      if (typeof address === 'object' && address) addOwnListener(address.address, address.port);
+      grpcServer = createGrpcServer({ health, roles: mounts, version: VERSION });
+      grpcPort = await bindGrpc(grpcServer, config.SVC_HTTP_HOST, config.SVC_GRPC_PORT);
+    }
     for (const role of roles) {
       checkpoint();
       await role.start?.();
@@ -182,15 +232,18 @@ export const startService = async (
     checkpoint();
     const host = config.SVC_HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.SVC_HTTP_HOST;
     return {
-      httpUrl: `http://${host}:${httpPort}`,
+      httpUrl: listen ? `http://${host}:${httpPort}` : '',
       httpPort,
       grpcPort,
-      roles: roles.map((r) => r.name),
+      roles: [...roles.map((r) => r.name), ...split.child],
+      dataProcess: { roles: split.child, pid: dataProcess?.pid ?? null },
       notBuilt,
       database,
       secrets,
       logger,
-      app,
+      analytics,
+      health,
+      metrics,
       stop,
     };
   } catch (err) {
@@ -200,4 +253,16 @@ export const startService = async (
     if (code === 'EADDRINUSE') throw new CliError(`port already in use: ${(err as Error).message}`);
     throw err;
   }
+};
+
+/**
+ * The analytics store of this process's own data roles: through the data process when it owns the
+ * embedded engine (chdb binds one data path per process), otherwise opened here.
+ */
+const openHereAnalytics = async (config: Config, child: DataProcess | null): Promise<AnalyticsStore> => {
+  if (!child?.engineVersion) return openAnalytics(config);
+  const { ChdbAnalyticsStore } = await import('../analytics/chdb/store.js');
+  const engine = new ChannelEngine(child.engineVersion);
+  child.onChannel((channel) => engine.attach(channel));
+  return ChdbAnalyticsStore.over(engine, ANALYTICS_DATABASE);
 };

@@ -20,6 +20,9 @@ export const openBus = async (config: Config, database: Database): Promise<Bus> 
         connectionString: database.url,
       });
 
+/** The analytics database of the service, on either adapter. */
+export const ANALYTICS_DATABASE = 'svc';
+
 /** ClickHouse over HTTP for SVC_CLICKHOUSE_URL, else chdb in the data dir; migrations applied. */
 export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => {
   let store: AnalyticsStore;
@@ -28,14 +31,14 @@ export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => 
       const { HttpAnalyticsStore } = await import('../analytics/http/store.js');
       store = await HttpAnalyticsStore.open({
         url: config.SVC_CLICKHOUSE_URL,
-        database: 'svc',
+        database: ANALYTICS_DATABASE,
         createDatabase: true,
       });
     } else {
       const { ChdbAnalyticsStore, chdbPath } = await import('../analytics/chdb/store.js');
       store = await ChdbAnalyticsStore.open({
         path: chdbPath(dataDirOf(config)),
-        database: 'svc',
+        database: ANALYTICS_DATABASE,
         createDatabase: true,
       });
     }

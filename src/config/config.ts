@@ -114,6 +114,12 @@ export const configSchema = z.object({
    */
   SVC_HEAP: z.enum(['auto', 'lean', 'v8']).default('auto'),
   /**
+   * `auto`: a `svc serve` that runs the gateway beside ingest or the projector runs those in a
+   * child process of its own (cli/data-process.ts), so the gateway's latency does not depend on
+   * what they are doing; `inline` keeps every role in the one process.
+   */
+  SVC_SERVE_DATA_PROCESS: z.enum(['auto', 'inline']).default('auto'),
+  /**
    * SPEC 4.7 allows loopback HTTP origins, meant for operators and tests. Upstream origins a tenant
    * sets (connection base_url, deployment host resource and domain, project endpoint) reach public
    * addresses only unless this says `allow`: not loopback, private, link-local or metadata hosts,

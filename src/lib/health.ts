@@ -5,13 +5,24 @@ export interface DependencyState {
 }
 
 type Check = () => Promise<void>;
+type Report = () => Promise<Record<string, DependencyState>>;
 
 /** Dependencies each role registers; /healthz and gRPC HealthService.Ping report all of them. */
 export class HealthRegistry {
   private readonly checks = new Map<string, Check>();
+  private readonly reports: Report[] = [];
 
   register(name: string, check: Check): void {
     this.checks.set(name, check);
+  }
+
+  /**
+   * Another process's dependencies reported as this one's (a data process's): a name this process
+   * checks itself keeps its own state unless the other one finds it down. A source that does not
+   * answer adds nothing; register a check of its own to report that.
+   */
+  include(report: Report): void {
+    this.reports.push(report);
   }
 
   async report(timeoutMs = 2_000): Promise<{ ok: boolean; dependencies: Record<string, DependencyState> }> {
@@ -34,7 +45,13 @@ export class HealthRegistry {
         }
       }),
     );
-    const dependencies = Object.fromEntries(entries);
-    return { ok: entries.every(([, s]) => s.status === 'up'), dependencies };
+    const dependencies: Record<string, DependencyState> = Object.fromEntries(entries);
+    const others = await Promise.all(this.reports.map((r) => r().catch(() => ({}))));
+    for (const other of others) {
+      for (const [name, state] of Object.entries(other)) {
+        if (!dependencies[name] || state.status === 'down') dependencies[name] = state;
+      }
+    }
+    return { ok: Object.values(dependencies).every((s) => s.status === 'up'), dependencies };
   }
 }

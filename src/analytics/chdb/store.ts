@@ -13,6 +13,7 @@ import {
   type QueryParams,
   wellFormedRows,
 } from '../port.js';
+import type { Engine } from './channel.js';
 import { ChdbEngine, type ChdbEngineOptions } from './engine.js';
 
 export interface ChdbStoreOptions extends ChdbEngineOptions {
@@ -38,9 +39,17 @@ export class ChdbAnalyticsStore implements AnalyticsStore {
   private closed = false;
 
   private constructor(
-    private readonly engine: ChdbEngine,
+    private readonly engine: Engine,
     readonly database: string,
   ) {}
+
+  /**
+   * A store over an engine this process does not own (channel.ts): the database was created and
+   * migrated by the owner.
+   */
+  static over(engine: Engine, database: string): ChdbAnalyticsStore {
+    return new ChdbAnalyticsStore(engine, assertIdentifier(database, 'database'));
+  }
 
   static async open(options: ChdbStoreOptions): Promise<ChdbAnalyticsStore> {
     const database = assertIdentifier(options.database ?? 'default', 'database');

@@ -1,10 +1,12 @@
 import { relative } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { type Logger, pino } from 'pino';
 import { type Config, redactUrl } from '../../config/config.js';
 import { VERSION } from '../../lib/version.js';
 import type { RoleName } from '../../roles/role.js';
+import { splitRoles } from '../data-process.js';
+import { runDataProcess } from '../data-process-child.js';
 import { emit } from '../output.js';
 import { readConfig } from '../runtime.js';
 import { DATA_ROLES, parseRoles, type RunningService, startService } from '../service.js';
@@ -22,6 +24,10 @@ export const LEAN_HEAP_FLAGS = ['--heap-growing-percent=25'] as const;
 export const leanHeap = (setting: Config['SVC_HEAP'], roles: readonly RoleName[]): boolean =>
   setting === 'lean' || (setting === 'auto' && !roles.some((r) => DATA_ROLES.includes(r)));
 
+/** The roles of this process: a `svc serve` that hands ingest to a data process holds no batches. */
+const ownRoles = (config: Config, roles: readonly RoleName[]): RoleName[] =>
+  splitRoles(roles, config.SVC_SERVE_DATA_PROCESS).here;
+
 const displayPath = (path: string): string => {
   const rel = relative(process.cwd(), path);
   return rel && !rel.startsWith('..') ? rel : path;
@@ -31,6 +37,11 @@ const banner = (s: RunningService): string => {
   const lines = [
     `svc is serving on ${s.httpUrl} (gRPC on port ${s.grpcPort})`,
     `  roles:    ${s.roles.join(', ') || '(none)'}${s.notBuilt.length ? `   not built yet: ${s.notBuilt.join(', ')}` : ''}`,
+    ...(s.dataProcess.roles.length
+      ? [
+          `            ${s.dataProcess.roles.join(', ')} in a data process of their own (pid ${s.dataProcess.pid})`,
+        ]
+      : []),
     `  database: ${s.database.embedded ? `embedded PostgreSQL (cluster in ${displayPath(s.database.embedded.clusterDir)}), ` : ''}${redactUrl(s.database.url)}`,
     `  health:   curl ${s.httpUrl}/healthz`,
     `  metrics:  curl ${s.httpUrl}/metrics`,
@@ -120,10 +131,17 @@ export const registerServe = (program: Command): void => {
     .description('run the service: every role in one process, or the roles named with --roles')
     .option('--roles <list>', 'comma-separated roles to run (default: all)')
     .option('--json', 'print the start-up summary as JSON')
-    .action(async (opts: { roles?: string; json?: boolean }) => {
+    // The child `svc serve` starts for its data roles (cli/data-process.ts); not for people.
+    .addOption(new Option('--data-process').hideHelp())
+    .action(async (opts: { roles?: string; json?: boolean; dataProcess?: boolean }) => {
       const config = readConfig();
       const roles = parseRoles(opts.roles);
-      if (leanHeap(config.SVC_HEAP, roles)) for (const flag of LEAN_HEAP_FLAGS) setFlagsFromString(flag);
+      if (opts.dataProcess) {
+        const logger = pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION, process: 'data' } });
+        return runDataProcess(config, roles, logger);
+      }
+      if (leanHeap(config.SVC_HEAP, ownRoles(config, roles)))
+        for (const flag of LEAN_HEAP_FLAGS) setFlagsFromString(flag);
       const logger = pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
       const signals = handleSignals(logger, config.SVC_SHUTDOWN_TIMEOUT_MS);
       let service: RunningService;
@@ -140,6 +158,7 @@ export const registerServe = (program: Command): void => {
           http_url: service.httpUrl,
           grpc_port: service.grpcPort,
           roles: service.roles,
+          data_process: { roles: service.dataProcess.roles, pid: service.dataProcess.pid },
           not_built: service.notBuilt,
           database: redactUrl(service.database.url),
           embedded_database: service.database.embedded !== null,

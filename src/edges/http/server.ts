@@ -18,6 +18,8 @@ export interface HttpServerOptions {
   health: HealthRegistry;
   roles: readonly HttpMount[];
   bodyLimit?: number;
+  /** Metrics of another process this one answers for (its data process), appended to /metrics. */
+  moreMetrics?: () => Promise<string>;
 }
 
 /**
@@ -80,8 +82,8 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
   });
 
   app.get('/metrics', async (_request, reply) => {
-    const body = await options.metrics.metrics();
-    return reply.type(options.metrics.contentType).send(body);
+    const [own, more] = await Promise.all([options.metrics.metrics(), options.moreMetrics?.() ?? '']);
+    return reply.type(options.metrics.contentType).send(more ? `${own}\n${more}` : own);
   });
 
   // Routes of roles render their own dialect's envelope; this is the fallback for everything else.
