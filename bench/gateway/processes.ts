@@ -297,7 +297,10 @@ const purgeOrg = async (natsUrl: string, orgId: string): Promise<void> => {
       ['SVC_REQUESTS', `svc.requests.${orgId}.>`],
       ['SVC_AUDIT', `svc.audit.events.${orgId}`],
     ] as const)
-      await jsm.streams.purge(stream, { filter }).catch(() => undefined);
+      await jsm.streams.purge(stream, { filter }).then(
+        (r) => console.log(`cleanup: purged ${r.purged} bench messages (${filter}) from ${stream}`),
+        (err: unknown) => console.error(`cleanup: purging ${filter} from ${stream} failed:`, err),
+      );
   } finally {
     await nc.close();
   }
