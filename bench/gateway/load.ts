@@ -11,6 +11,10 @@ export interface LoadResult {
   p50Ms: number;
   p99Ms: number;
   ok: number;
+  /** Responses of any status: what the target served. */
+  answered: number;
+  /** Requests written; those still in flight when the run stopped were cut off, not answered. */
+  sent: number;
   /** Non-2xx answers, transport errors and timeouts: any of them makes the run invalid. */
   failed: number;
   failures: string;
@@ -55,6 +59,8 @@ export const runLoad = async (
     p50Ms: percentile(sorted, 0.5),
     p99Ms: percentile(sorted, 0.99),
     ok: sorted.length,
+    answered: result['2xx'] + result.non2xx,
+    sent: result.requests.sent,
     failed,
     failures: codes.join(', '),
   };

@@ -1,13 +1,14 @@
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chooseEntry, mtimeOf, newestMtime } from '../../bin/entry.js';
 import { runSvc, SVC_BIN, startServe } from '../../test/helpers/svc-process.js';
 import { benchDatabase } from '../lib/database.js';
-import { parseProcStat } from '../lib/proc.js';
+import { parseProcStat, processTree } from '../lib/proc.js';
 import { SLOW_MODEL, startMockUpstream } from './mock-upstream.js';
 
 /** Undo steps, run newest first whether the bench finished, failed or was interrupted. */
@@ -95,6 +96,7 @@ export interface BenchGateway {
   httpUrl: string;
   pid: number;
   apiKey: string;
+  orgId: string;
   model: string;
   slowModel: string;
   /** 'dist' (compiled, plain node) or 'src' (through tsx). */
@@ -132,42 +134,24 @@ const spawnServe = (
     child.once('exit', (code) => reject(new Error(`svc serve exited with ${code}: ${out}`)));
   });
 
-/**
- * A fresh database set up by `svc serve --roles control-plane,projector` (bootstrapped project, the
- * two bench endpoints on the mock, a BYOK connection), then `svc serve --roles gateway` alone, from
- * the compiled build unless BENCH_GATEWAY_FROM=src: the request path a real BYOK customer takes,
- * with request records on as the service defaults them, and no other role's memory or CPU in the
- * gateway's figures. The set-up process is stopped once the gateway serves.
- */
-export const startGateway = async (
-  cleanup: Cleanup,
-  mockOrigin: string,
-  options: { nodeArgs: string[]; env: Record<string, string> },
-): Promise<BenchGateway> => {
-  const db = await benchDatabase('gw');
-  cleanup.defer('database', () => db.drop());
-  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-gw-'));
-  cleanup.defer('data dir', () => rm(dataDir, { recursive: true, force: true }));
-  const env = {
-    SVC_DATABASE_URL: db.url,
-    SVC_ADMIN_TOKEN: `admin-${randomBytes(12).toString('hex')}`,
-    SVC_MASTER_KEY: randomBytes(32).toString('hex'),
-    SVC_DATA_DIR: dataDir,
-    SVC_LOG_LEVEL: 'warn',
-    ...(process.env.BENCH_GATEWAY_BUS === 'nats'
-      ? { SVC_NATS_URL: process.env.SVC_TEST_NATS_URL ?? 'nats://127.0.0.1:4222' }
-      : {}),
-  };
-  const svc = async (args: string[]) => {
+/** Runs `svc <args> --json` against one deployment (its environment) and parses the answer. */
+const svcJson =
+  (env: NodeJS.ProcessEnv) =>
+  async (args: string[]): Promise<Record<string, unknown>> => {
     const r = await runSvc([...args, '--json'], env);
     if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed: ${r.stderr}`);
     return JSON.parse(r.stdout) as Record<string, unknown>;
   };
-  const setup = await startServe(env, ['--roles', 'control-plane,projector']);
-  cleanup.defer('svc serve (set-up)', async () => {
-    setup.child.kill('SIGTERM');
-    await exitOf(setup.child, 15_000);
-  });
+
+/**
+ * What a new user does after start-up (the banner of `svc serve` says it): a workspace, org,
+ * project and API key, the two bench models on the mock, and the project's own key for the
+ * reference provider (BYOK traffic, request records on as the service defaults them).
+ */
+const provisionBench = async (
+  svc: ReturnType<typeof svcJson>,
+  mockOrigin: string,
+): Promise<{ apiKey: string; orgId: string }> => {
   const boot = await svc([
     'bootstrap',
     '--workspace',
@@ -212,6 +196,15 @@ export const startGateway = async (
     '--secret',
     'sk-bench-byok',
   ]);
+  return { apiKey: String(boot.api_key), orgId: String(boot.org_id) };
+};
+
+/**
+ * Compiles dist/ unless BENCH_GATEWAY_FROM=src or BENCH_GATEWAY_SKIP_BUILD=1, and says which build
+ * `bin/svc.js` will run: it runs dist/ by itself when it is fresh, the sources only when asked, and
+ * a skipped build can leave dist/ older than src/, which the report must then say.
+ */
+export const prepareBuild = async (): Promise<'dist' | 'src'> => {
   const wanted = process.env.BENCH_GATEWAY_FROM === 'src' ? 'src' : 'dist';
   if (wanted === 'dist' && process.env.BENCH_GATEWAY_SKIP_BUILD !== '1') {
     const built = await new Promise<number | null>((resolve) =>
@@ -221,15 +214,54 @@ export const startGateway = async (
     if (built !== 0)
       console.error('bench: tsc -p tsconfig.build.json reported errors; dist/ was still emitted');
   }
-  // bin/svc.js runs dist/ by itself when it is fresh, the sources only when asked; a skipped build
-  // can leave dist/ older than src/, and then it runs the sources, which the report must say.
   const fresh =
     chooseEntry({
       distMtime: mtimeOf(join(ROOT, 'dist', 'cli', 'main.js')),
       newestSourceMtime: newestMtime(join(ROOT, 'src')),
     }) === 'dist';
   const from = wanted === 'dist' && fresh ? 'dist' : 'src';
-  if (from !== wanted) console.error('bench: dist/ is missing or older than src/; the gateway runs from src');
+  if (from !== wanted) console.error('bench: dist/ is missing or older than src/; svc runs from src');
+  return from;
+};
+
+/** The bus of the gateway-alone row: NATS JetStream unless BENCH_GATEWAY_BUS=postgres. */
+export const gatewayAloneBus = (): 'nats' | 'postgres' =>
+  process.env.BENCH_GATEWAY_BUS === 'postgres' ? 'postgres' : 'nats';
+
+/**
+ * A fresh database set up by `svc serve --roles control-plane,projector` (provisioned as above),
+ * then `svc serve --roles gateway` alone: the request path a real BYOK customer takes, with request
+ * records on, and no other role's memory or CPU in the gateway's figures. Records go to NATS
+ * (SVC_TEST_NATS_URL) as in a scale-out deployment, or to the Postgres-table bus of the server
+ * database with BENCH_GATEWAY_BUS=postgres; nothing consumes them, and the NATS ones of the bench's
+ * org are purged at the end. The set-up process is stopped once the gateway serves.
+ */
+export const startGateway = async (
+  cleanup: Cleanup,
+  mockOrigin: string,
+  from: 'dist' | 'src',
+  options: { nodeArgs: string[]; env: Record<string, string> },
+): Promise<BenchGateway> => {
+  const db = await benchDatabase('gw');
+  cleanup.defer('database', () => db.drop());
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-gw-'));
+  cleanup.defer('data dir', () => rm(dataDir, { recursive: true, force: true }));
+  const natsUrl = process.env.SVC_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+  const env = {
+    SVC_DATABASE_URL: db.url,
+    SVC_ADMIN_TOKEN: `admin-${randomBytes(12).toString('hex')}`,
+    SVC_MASTER_KEY: randomBytes(32).toString('hex'),
+    SVC_DATA_DIR: dataDir,
+    SVC_LOG_LEVEL: 'warn',
+    ...(gatewayAloneBus() === 'nats' ? { SVC_NATS_URL: natsUrl } : {}),
+  };
+  const setup = await startServe(env, ['--roles', 'control-plane,projector']);
+  cleanup.defer('svc serve (set-up)', async () => {
+    setup.child.kill('SIGTERM');
+    await exitOf(setup.child, 15_000);
+  });
+  const { apiKey, orgId } = await provisionBench(svcJson(env), mockOrigin);
+  if (gatewayAloneBus() === 'nats') cleanup.defer('bench records on NATS', () => purgeOrg(natsUrl, orgId));
   const serve = await spawnServe(
     { ...env, ...options.env, ...(from === 'src' ? { SVC_FROM_SOURCE: '1' } : {}) },
     options.nodeArgs,
@@ -243,7 +275,8 @@ export const startGateway = async (
   const gateway: BenchGateway = {
     httpUrl: serve.httpUrl,
     pid: serve.child.pid!,
-    apiKey: String(boot.api_key),
+    apiKey,
+    orgId,
     model: 'bench-model',
     slowModel: 'bench-slow-model',
     from,
@@ -253,9 +286,179 @@ export const startGateway = async (
   await exitOf(setup.child, 15_000);
   return gateway;
 };
+
+/** Removes the bench org's messages from the shared NATS server's request and audit streams. */
+const purgeOrg = async (natsUrl: string, orgId: string): Promise<void> => {
+  const { connect } = await import('nats');
+  const nc = await connect({ servers: natsUrl, name: 'svc-bench-cleanup' });
+  try {
+    const jsm = await nc.jetstreamManager();
+    for (const [stream, filter] of [
+      ['SVC_REQUESTS', `svc.requests.${orgId}.>`],
+      ['SVC_AUDIT', `svc.audit.events.${orgId}`],
+    ] as const)
+      await jsm.streams.purge(stream, { filter }).then(
+        (r) => console.log(`cleanup: purged ${r.purged} bench messages (${filter}) from ${stream}`),
+        (err: unknown) => console.error(`cleanup: purging ${filter} from ${stream} failed:`, err),
+      );
+  } finally {
+    await nc.close();
+  }
+};
+
+/** Variables that point `svc` at servers; the embedded default has none of them. */
+const SERVER_VARIABLES = [
+  'SVC_DATABASE_URL',
+  'SVC_NATS_URL',
+  'SVC_CLICKHOUSE_URL',
+  'SVC_MASTER_KEY',
+  'SVC_ADMIN_TOKEN',
+  'SVC_DATA_DIR',
+] as const;
+
+export interface DefaultService extends BenchGateway {
+  dataDir: string;
+  /** From the data dir's secrets.json: the query API's administrator bearer (SPEC 5, 4.5). */
+  adminToken: string;
+}
+
+/**
+ * `npm start` as a new user runs it: `node bin/svc.js serve` with no --roles and no server URL,
+ * so every role, the embedded PostgreSQL, chdb analytics and the Postgres-table bus, in a fresh
+ * data dir (its secrets generated on first start) on free ports, at the shipped log level. The
+ * only difference is `--json`, which changes the start-up summary's format and nothing else.
+ * Provisioned through the CLI beside it, as the banner tells a user. On the way out it is stopped
+ * with SIGTERM (which stops its PostgreSQL); should it have to be killed, its PostgreSQL is
+ * stopped by the pid it wrote, and the data dir goes.
+ */
+export const startDefault = async (
+  cleanup: Cleanup,
+  mockOrigin: string,
+  from: 'dist' | 'src',
+): Promise<DefaultService> => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-default-'));
+  cleanup.defer('data dir (npm start)', () => rm(dataDir, { recursive: true, force: true }));
+  const env: NodeJS.ProcessEnv = {
+    ...Object.fromEntries(SERVER_VARIABLES.map((name) => [name, undefined])),
+    SVC_DATA_DIR: dataDir,
+    ...(from === 'src' ? { SVC_FROM_SOURCE: '1' } : {}),
+  };
+  const serve = await spawnServe(env, [], []);
+  cleanup.defer('svc serve (npm start)', async () => {
+    serve.child.kill('SIGTERM');
+    await exitOf(serve.child, 20_000);
+    await stopLeftoverPostgres(join(dataDir, 'postgres'));
+  });
+  const { apiKey, orgId } = await provisionBench(svcJson(env), mockOrigin);
+  const secrets = JSON.parse(await readFile(join(dataDir, 'secrets.json'), 'utf8')) as {
+    admin_token: string;
+  };
+  const service: DefaultService = {
+    httpUrl: serve.httpUrl,
+    pid: serve.child.pid!,
+    apiKey,
+    orgId,
+    model: 'bench-model',
+    slowModel: 'bench-slow-model',
+    from,
+    dataDir,
+    adminToken: secrets.admin_token,
+  };
+  await untilServing(service);
+  return service;
+};
+
+/** The embedded cluster's postmaster, when it outlived a killed `svc serve`: a fast shutdown. */
+const stopLeftoverPostgres = async (clusterDir: string): Promise<void> => {
+  const pid = Number(
+    (await readFile(join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0],
+  );
+  if (!pid) return;
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return; // already gone
+  }
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && (await processTree(pid)).size > 0)
+    await new Promise((r) => setTimeout(r, 100));
+};
+
+/** A port nothing listens on now (for servers that take a fixed port, as Portkey's does). */
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+export interface Portkey {
+  origin: string;
+  pid: number;
+  version: string;
+  /** Headers that route a request to the mock as an OpenAI-compatible upstream. */
+  headers: Record<string, string>;
+}
+
+/**
+ * Portkey's open-source gateway from an install of `@portkey-ai/gateway` in `dir` (bench/README.md
+ * says how), started as its package starts it on Node (`node build/start-server.js`) with
+ * `--port=<free>` and `--headless` (no console UI), and routed to the mock with its own headers.
+ */
+export const startPortkey = async (cleanup: Cleanup, dir: string, mockOrigin: string): Promise<Portkey> => {
+  const pkg = join(dir, 'node_modules', '@portkey-ai', 'gateway');
+  const { version } = JSON.parse(await readFile(join(pkg, 'package.json'), 'utf8')) as { version: string };
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [join(pkg, 'build', 'start-server.js'), `--port=${port}`, '--headless'],
+    {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  const keep = (d: Buffer) => {
+    out += d.toString();
+    if (out.length > 100_000) out = out.slice(-50_000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  cleanup.defer('portkey', async () => {
+    child.kill('SIGTERM');
+    await exitOf(child, 5_000);
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`portkey exited with ${child.exitCode}: ${out}`);
+    const up = await fetch(`${origin}/`).then(
+      () => true,
+      () => false,
+    );
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`portkey did not listen on ${origin} in 30 s: ${out}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    origin,
+    pid: child.pid!,
+    version,
+    headers: {
+      authorization: 'Bearer sk-bench-byok',
+      'content-type': 'application/json',
+      'x-portkey-provider': 'openai',
+      'x-portkey-custom-host': `${mockOrigin}/v1`,
+    },
+  };
+};
+
 /** The gateway's registry and tenancy snapshots follow the writes within about a second. */
 const untilServing = async (gw: BenchGateway): Promise<void> => {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 30_000;
   let last = '';
   while (Date.now() < deadline) {
     const res = await fetch(`${gw.httpUrl}/v1/chat/completions`, {
