@@ -29,7 +29,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Registry } from 'prom-client';
 import { ChdbAnalyticsStore } from '../../src/analytics/chdb/store.js';
+import { HttpAnalyticsStore } from '../../src/analytics/http/store.js';
 import { migrateClickHouse } from '../../src/analytics/migrate.js';
+import type { AnalyticsStore } from '../../src/analytics/port.js';
 import { PostgresEscrow } from '../../src/commands/wallet/postgres-escrow.js';
 import { settlement } from '../../src/commands/wallet/settlement.js';
 import type { Bus, OutgoingMessage } from '../../src/events/bus.js';
@@ -56,6 +58,7 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '1000' },
     seconds: { type: 'string', default: '30' },
     funding: { type: 'string', default: 'wallet' },
+    analytics: { type: 'string', default: 'chdb' },
     'cpu-prof': { type: 'string' },
     // The consumer's defaults unless given, to try other batch shapes.
     'flush-rows': { type: 'string' },
@@ -69,6 +72,8 @@ const RATE = Number(args.rate);
 const SECONDS = Number(args.seconds);
 const FUNDING = args.funding as Funding;
 if (FUNDING !== 'wallet' && FUNDING !== 'byok') throw new Error('--funding is wallet or byok');
+const ANALYTICS = args.analytics;
+if (ANALYTICS !== 'chdb' && ANALYTICS !== 'http') throw new Error('--analytics is chdb or http');
 const MODES = args.mode ? [args.mode] : ['backlog', 'paced'];
 const PUBLISH_BATCH = 250;
 const PUBLISH_IN_FLIGHT = 8;
@@ -90,6 +95,8 @@ interface Outcome {
   /** PostgreSQL backends of the bench database (the publisher's left out), and nats-server. */
   postgresSeconds: number;
   natsSeconds: number | null;
+  /** The HTTP test server's process (its chdb engine), with --analytics http. */
+  engineSeconds: number | null;
   stats: IngestStats;
   suppressed: number;
   deadLetters: number;
@@ -103,7 +110,7 @@ interface Setup {
   bus: Bus;
   busKind: 'postgres' | 'nats';
   busUrl: string;
-  store: ChdbAnalyticsStore;
+  store: AnalyticsStore;
   pool: Pool;
   database: string;
   natsDir: string | null;
@@ -147,7 +154,7 @@ const publishPaced = (setup: Setup, prefix: string): Promise<number> =>
     );
   });
 
-const count = async (store: ChdbAnalyticsStore, final: boolean): Promise<number> =>
+const count = async (store: AnalyticsStore, final: boolean): Promise<number> =>
   Number(
     (await store.query<{ n: string }>(`SELECT count() AS n FROM requests${final ? ' FINAL' : ''}`))[0]!.n,
   );
@@ -213,12 +220,13 @@ const measure = async (setup: Setup, mode: string): Promise<Outcome> => {
     },
     onError: (err, context) => process.stderr.write(`\n${context}: ${(err as Error).message}\n`),
   });
-  const others = async (): Promise<[CpuReading, CpuReading]> => [
+  const others = async (): Promise<[CpuReading, CpuReading, CpuReading]> => [
     await backendCpu(setup.pool, setup.database, PUBLISHER_APP),
     setup.natsDir ? await processCpu(setup.natsDir) : new Map(),
+    engine ? await processCpu(engine.dir) : new Map(),
   ];
   const stopProfile = profileIngest(`${setup.busKind}-${mode}`);
-  const [pgBefore, natsBefore] = await others();
+  const [pgBefore, natsBefore, engineBefore] = await others();
   const threadsBefore = await threadCpu();
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
@@ -235,7 +243,7 @@ const measure = async (setup: Setup, mode: string): Promise<Outcome> => {
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   const threads = cpuSince(threadsBefore, await threadCpu());
-  const [pgAfter, natsAfter] = await others();
+  const [pgAfter, natsAfter, engineAfter] = await others();
   await stopProfile();
   process.stdout.write(`${seconds.toFixed(1)} s\n`);
   await consumer.stop();
@@ -250,6 +258,7 @@ const measure = async (setup: Setup, mode: string): Promise<Outcome> => {
     threads,
     postgresSeconds: total(cpuSince(pgBefore, pgAfter)),
     natsSeconds: setup.natsDir ? total(cpuSince(natsBefore, natsAfter)) : null,
+    engineSeconds: engine ? total(cpuSince(engineBefore, engineAfter)) : null,
     stats: consumer.stats(),
     suppressed: await metric('svc_ingest_clickhouse_suppressed_writes_total'),
     packs: await metric('svc_ingest_body_packs_total'),
@@ -264,9 +273,36 @@ const measure = async (setup: Setup, mode: string): Promise<Outcome> => {
 };
 
 const chdbDir = await mkdtemp(join(tmpdir(), 'svc-bench-ingest-chdb-'));
-const admin = await ChdbAnalyticsStore.open({ path: chdbDir });
-const openStore = async (database: string) => {
-  const store = await ChdbAnalyticsStore.open({ path: chdbDir, database, createDatabase: true });
+
+/** With --analytics http, the HTTP test server in a child process over its own chdb directory. */
+const startEngine = async (): Promise<{ url: string; dir: string; stop(): Promise<void> } | null> => {
+  if (ANALYTICS !== 'http') return null;
+  const child = fork(join(import.meta.dirname, 'clickhouse-server.ts'), [chdbDir], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('message', (m: { url: string }) => resolve(m.url));
+    child.once('exit', (code) => reject(new Error(`ClickHouse test server exited with ${code}`)));
+  });
+  return {
+    url,
+    dir: chdbDir,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+};
+const engine = await startEngine();
+const admin: AnalyticsStore = engine
+  ? await HttpAnalyticsStore.open({ url: engine.url })
+  : await ChdbAnalyticsStore.open({ path: chdbDir });
+const openStore = async (database: string): Promise<AnalyticsStore> => {
+  const store = engine
+    ? await HttpAnalyticsStore.open({ url: engine.url, database, createDatabase: true })
+    : await ChdbAnalyticsStore.open({ path: chdbDir, database, createDatabase: true });
   await migrateClickHouse(store);
   return store;
 };
@@ -292,7 +328,7 @@ const embedded = async (): Promise<Outcome[]> => {
   ]);
   try {
     return await runAll({
-      adapter: 'Postgres bus + chdb (embedded default)',
+      adapter: `Postgres bus + ${ANALYTICS === 'http' ? 'ClickHouse HTTP' : 'chdb (embedded default)'}`,
       bus,
       busKind: 'postgres',
       busUrl: db.url,
@@ -326,7 +362,7 @@ const jetstream = async (): Promise<Outcome[]> => {
   try {
     await bus.ensureStreams();
     return await runAll({
-      adapter: 'JetStream + chdb',
+      adapter: `JetStream + ${ANALYTICS === 'http' ? 'ClickHouse HTTP' : 'chdb'}`,
       bus,
       busKind: 'nats',
       busUrl: nats.url,
@@ -354,6 +390,7 @@ try {
   if (args.only !== 'postgres') outcomes.push(...(await jetstream()));
 } finally {
   await admin.close();
+  await engine?.stop();
   await rm(chdbDir, { recursive: true, force: true });
 }
 
@@ -380,6 +417,14 @@ const rows: BenchRow[] = outcomes.flatMap((o) => {
         .map(([name, s]) => `${name} ${us(s, o.requests)} µs`)
         .join(', '),
     },
+    ...(o.engineSeconds === null
+      ? []
+      : [
+          {
+            metric: `${o.label}: the HTTP test server (chdb engine) per request (apart)`,
+            measured: `${us(o.engineSeconds, o.requests)} µs`,
+          },
+        ]),
     {
       metric: `${o.label}: PostgreSQL backends${o.natsSeconds === null ? '' : ' / nats-server'} per request (apart)`,
       measured: `${us(o.postgresSeconds, o.requests)} µs${o.natsSeconds === null ? '' : ` / ${us(o.natsSeconds, o.requests)} µs`}`,
