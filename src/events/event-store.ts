@@ -94,8 +94,21 @@ export interface Subscription {
   readonly caughtUp: Promise<void>;
 }
 
+/** One stream's part of `appendMany`. */
+export interface StreamAppend {
+  streamId: string;
+  expected: ExpectedVersion;
+  events: readonly NewEvent[];
+}
+
 export interface EventStore {
   append(streamId: string, expected: ExpectedVersion, events: readonly NewEvent[]): Promise<AppendResult>;
+  /**
+   * Several appends, in order, in one transaction: all are written or none (a version conflict,
+   * an idempotency mismatch or an unstorable event in any of them rejects the whole call, with the
+   * error `append` would have thrown). Each result is what `append` would have returned for it.
+   */
+  appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
   readStream(
     streamId: string,
     options?: { fromVersion?: number },

@@ -1,4 +1,4 @@
-import type { EventStore } from '../../events/event-store.js';
+import type { EventStore, NewEvent } from '../../events/event-store.js';
 import { walletDecider } from './decider.js';
 import { type WalletCommand, type WalletEvent, walletStream } from './events.js';
 
@@ -29,6 +29,21 @@ export interface WalletCommandResult {
  * and retry without protecting anything: no wallet decision depends on the folded balance (the
  * escrow hold guards funds) and each movement is made idempotent by its message ids.
  */
+/** The events of one wallet command as the store appends them: message ids derived from the command id. */
+export const walletEventsToAppend = (events: readonly WalletEvent[], ctx: WalletCommandContext): NewEvent[] =>
+  events.map((e, i) => ({
+    messageId: `${ctx.commandId}:${i}`,
+    type: e.type,
+    data: e.data,
+    metadata: {
+      actor: ctx.actor,
+      now: ctx.now,
+      correlation_id: ctx.commandId,
+      causation_id: ctx.commandId,
+      ...(ctx.tenantId ? { tenant_id: ctx.tenantId } : {}),
+    },
+  }));
+
 export const runWalletCommand = async (
   store: EventStore,
   workspaceId: string,
@@ -36,21 +51,6 @@ export const runWalletCommand = async (
   ctx: WalletCommandContext,
 ): Promise<WalletCommandResult> => {
   const events = walletDecider.decide(command, walletDecider.initialState());
-  const result = await store.append(
-    walletStream(workspaceId),
-    'any',
-    events.map((e, i) => ({
-      messageId: `${ctx.commandId}:${i}`,
-      type: e.type,
-      data: e.data,
-      metadata: {
-        actor: ctx.actor,
-        now: ctx.now,
-        correlation_id: ctx.commandId,
-        causation_id: ctx.commandId,
-        ...(ctx.tenantId ? { tenant_id: ctx.tenantId } : {}),
-      },
-    })),
-  );
+  const result = await store.append(walletStream(workspaceId), 'any', walletEventsToAppend(events, ctx));
   return { events, position: result.lastPosition, replayed: result.replayed };
 };

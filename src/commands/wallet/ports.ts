@@ -137,6 +137,8 @@ export interface UncreditedPayments {
 export interface HoldRecords {
   /** The workspace and amount of a hold, whatever its status; null when none was placed. */
   find(holdId: string): Promise<{ workspaceId: string; amountUsd: string } | null>;
+  /** `find` for many ids in one round trip; ids without a hold are absent from the map. */
+  findMany(holdIds: readonly string[]): Promise<Map<string, { workspaceId: string; amountUsd: string }>>;
   /** Active holds expired at `now`, oldest first. */
   expired(now: string, limit: number): Promise<{ holdId: string; workspaceId: string; amountUsd: string }[]>;
   /** Deletes holds closed more than `days` days before `now`. */

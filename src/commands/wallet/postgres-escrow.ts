@@ -87,6 +87,17 @@ export class PostgresEscrow implements EscrowPort, HoldRecords {
     return rows[0] ? { workspaceId: rows[0].workspace_id, amountUsd: rows[0].amount_usd } : null;
   }
 
+  async findMany(
+    holdIds: readonly string[],
+  ): Promise<Map<string, { workspaceId: string; amountUsd: string }>> {
+    if (holdIds.length === 0) return new Map();
+    const { rows } = await this.pool.query<{ hold_id: string; workspace_id: string; amount_usd: string }>(
+      'SELECT hold_id, workspace_id, amount_usd FROM workspace_wallet_holds WHERE hold_id = ANY($1::text[])',
+      [holdIds],
+    );
+    return new Map(rows.map((r) => [r.hold_id, { workspaceId: r.workspace_id, amountUsd: r.amount_usd }]));
+  }
+
   async expired(now: string, limit: number) {
     const { rows } = await this.pool.query<{ hold_id: string; workspace_id: string; amount_usd: string }>(
       `SELECT hold_id, workspace_id, amount_usd FROM workspace_wallet_holds

@@ -161,3 +161,55 @@ describe('read all', () => {
     expect(only.map((e) => e.streamId)).toEqual(['beta-1']);
   });
 });
+
+describe('appendMany (several streams, one transaction)', () => {
+  it('writes every append in order and answers each as append would, with one notification', async () => {
+    const pg = await import('pg');
+    const listener = new pg.default.Client({ connectionString: db.url });
+    await listener.connect();
+    const notes: string[] = [];
+    listener.on('notification', (n) => notes.push(n.payload ?? ''));
+    await listener.query('LISTEN svc_events');
+    const first = ev('A');
+    const results = await store.appendMany([
+      { streamId: 'many-1', expected: 'no_stream', events: [first, ev('B')] },
+      { streamId: 'many-2', expected: 'any', events: [ev('C')] },
+      { streamId: 'many-1', expected: 2, events: [ev('D')] },
+    ]);
+    expect(results.map((r) => [r.nextVersion, r.positions.length, r.replayed])).toEqual([
+      [2, 2, false],
+      [1, 1, false],
+      [3, 1, false],
+    ]);
+    expect(results[1]!.lastPosition).toBe(results[0]!.lastPosition + 1);
+    expect(results[2]!.lastPosition).toBe(results[1]!.lastPosition + 1);
+    expect((await store.readStream('many-1')).events.map((e) => e.type)).toEqual(['A', 'B', 'D']);
+    // A retried append inside a batch is replayed, the rest written.
+    const again = await store.appendMany([
+      { streamId: 'many-1', expected: 'any', events: [first] },
+      { streamId: 'many-2', expected: 'any', events: [ev('E')] },
+    ]);
+    expect(again.map((r) => r.replayed)).toEqual([true, false]);
+    expect(again[0]!.lastPosition).toBe(results[0]!.positions[0]);
+    await new Promise((r) => setTimeout(r, 200));
+    await listener.end();
+    expect(notes).toEqual([String(results[2]!.lastPosition), String(again[1]!.lastPosition)]);
+  });
+
+  it('is all or nothing: a conflict in one append writes none of the others', async () => {
+    await store.append('many-3', 'no_stream', [ev()]);
+    const head = await store.headPosition();
+    const err = await store
+      .appendMany([
+        { streamId: 'many-4', expected: 'any', events: [ev()] },
+        { streamId: 'many-3', expected: 5, events: [ev()] },
+      ])
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(VersionConflictError);
+    expect((err as VersionConflictError).streamId).toBe('many-3');
+    expect((err as VersionConflictError).actual).toBe(1);
+    expect((await store.readStream('many-4')).events).toEqual([]);
+    expect(await store.headPosition()).toBe(head);
+    await expect(store.appendMany([])).resolves.toEqual([]);
+  });
+});

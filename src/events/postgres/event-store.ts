@@ -8,6 +8,7 @@ import {
   type NewEvent,
   type ReadAllOptions,
   type StoredEvent,
+  type StreamAppend,
   type Subscription,
   UnstorableEventError,
   VersionConflictError,
@@ -73,6 +74,48 @@ const expectedToSql = (expected: ExpectedVersion): number | null =>
 
 const EVENT_MAX_DEPTH = 1_000;
 
+/**
+ * The events as svc_append_events takes them. jsonb refuses NUL and unpaired surrogates: say which
+ * event and field, not a driver error. Nesting is bounded only where JSON.stringify and jsonb's
+ * parser would run out of stack.
+ */
+const payloadOf = (streamId: string, events: readonly NewEvent[]): string => {
+  const payload = events.map((e) => ({
+    message_id: e.messageId,
+    type: e.type,
+    schema_version: e.schemaVersion ?? 1,
+    data: e.data,
+    metadata: e.metadata ?? {},
+  }));
+  for (const e of payload) {
+    const bad = unstorableIn({ data: e.data, metadata: e.metadata }, EVENT_MAX_DEPTH);
+    if (bad) throw new UnstorableEventError(streamId, e.type, fieldOf(bad.path), bad.problem);
+  }
+  return JSON.stringify(payload);
+};
+
+const resultOf = (
+  rows: readonly { global_position: number; stream_version: number; replayed: boolean }[],
+): AppendResult => {
+  const last = rows[rows.length - 1]!;
+  return {
+    nextVersion: last.stream_version,
+    lastPosition: last.global_position,
+    positions: rows.map((r) => r.global_position),
+    replayed: rows[0]!.replayed,
+  };
+};
+
+const rethrow = (err: unknown, streamId: string, expected: ExpectedVersion): never => {
+  const e = err as { code?: string; detail?: string; message: string };
+  if (e.code === 'SVC01') throw new VersionConflictError(streamId, expected, Number(e.detail));
+  if (e.code === 'SVC02') throw new IdempotencyMismatchError(e.message);
+  // Two appenders racing to the same unique key cannot happen under the counter lock, but the
+  // unique constraints stay the backstop: report them as the conflict they are.
+  if (e.code === '23505') throw new VersionConflictError(streamId, expected, -1);
+  throw err;
+};
+
 export const NOTIFY_CHANNEL = 'svc_events';
 
 /** PostgreSQL adapter of the event store port (migrations/postgres/0001_event_store.sql). */
@@ -90,46 +133,47 @@ export class PostgresEventStore implements EventStore {
     events: readonly NewEvent[],
   ): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
-    const payload = events.map((e) => ({
-      message_id: e.messageId,
-      type: e.type,
-      schema_version: e.schemaVersion ?? 1,
-      data: e.data,
-      metadata: e.metadata ?? {},
-    }));
-    // jsonb refuses NUL and unpaired surrogates: say which event and field, not a driver error.
-    // Nesting is bounded only where JSON.stringify and jsonb's parser would run out of stack.
-    for (const e of payload) {
-      const bad = unstorableIn({ data: e.data, metadata: e.metadata }, EVENT_MAX_DEPTH);
-      if (bad) throw new UnstorableEventError(streamId, e.type, fieldOf(bad.path), bad.problem);
-    }
-    try {
-      const { rows } = await this.pool.query<{
-        global_position: number;
-        stream_version: number;
-        replayed: boolean;
-      }>('SELECT * FROM svc_append_events($1, $2, $3, $4)', [
-        streamId,
-        categoryOf(streamId),
-        expectedToSql(expected),
-        JSON.stringify(payload),
-      ]);
-      const last = rows[rows.length - 1]!;
-      return {
-        nextVersion: last.stream_version,
-        lastPosition: last.global_position,
-        positions: rows.map((r) => r.global_position),
-        replayed: rows[0]!.replayed,
-      };
-    } catch (err) {
-      const e = err as { code?: string; detail?: string; message: string };
-      if (e.code === 'SVC01') throw new VersionConflictError(streamId, expected, Number(e.detail));
-      if (e.code === 'SVC02') throw new IdempotencyMismatchError(e.message);
-      // Two appenders racing to the same unique key cannot happen under the counter lock, but the
-      // unique constraints stay the backstop: report them as the conflict they are.
-      if (e.code === '23505') throw new VersionConflictError(streamId, expected, -1);
-      throw err;
-    }
+    const payload = payloadOf(streamId, events);
+    const { rows } = await this.pool
+      .query<{ global_position: number; stream_version: number; replayed: boolean }>(
+        'SELECT * FROM svc_append_events($1, $2, $3, $4)',
+        [streamId, categoryOf(streamId), expectedToSql(expected), payload],
+      )
+      .catch((err: unknown) => rethrow(err, streamId, expected));
+    return resultOf(rows);
+  }
+
+  /**
+   * One statement, one transaction, one NOTIFY for every append (migrations/postgres/0012): what
+   * ingest settles a flush with. A failure names the stream that failed only when PostgreSQL says
+   * which one (a version conflict); the others are reported as they are.
+   */
+  async appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+    if (appends.length === 0) return [];
+    for (const a of appends)
+      if (a.events.length === 0) throw new Error(`append to ${a.streamId} needs at least one event`);
+    const payloads = appends.map((a) => payloadOf(a.streamId, a.events));
+    const { rows } = await this.pool
+      .query<{ ord: number; global_position: number; stream_version: number; replayed: boolean }>(
+        'SELECT * FROM svc_append_events_many($1::text[], $2::text[], $3::bigint[], $4::jsonb[])',
+        [
+          appends.map((a) => a.streamId),
+          appends.map((a) => categoryOf(a.streamId)),
+          appends.map((a) => expectedToSql(a.expected)),
+          payloads,
+        ],
+      )
+      .catch((err: unknown) => {
+        const conflicted = /for stream (\S+):/.exec((err as Error).message)?.[1];
+        const a = appends.find((x) => x.streamId === conflicted) ?? appends[0]!;
+        return rethrow(err, a.streamId, a.expected);
+      });
+    const byAppend: (typeof rows)[] = appends.map(() => []);
+    for (const r of rows) byAppend[r.ord - 1]!.push(r);
+    return byAppend.map((r, i) => {
+      if (r.length === 0) throw new Error(`append many: no result for ${appends[i]!.streamId}`);
+      return resultOf(r);
+    });
   }
 
   async readStream(streamId: string, options: { fromVersion?: number } = {}) {

@@ -46,6 +46,7 @@ export class IngestConsumer {
   private sweeper: NodeJS.Timeout | undefined;
   private resubscribe: NodeJS.Timeout | undefined;
   private sweeping = false;
+  private lastFlushStart = 0;
   private stopping = false;
   private readonly o: ResolvedOptions;
   private readonly sampler: DurabilitySampler;
@@ -162,26 +163,34 @@ export class IngestConsumer {
     }
   }
 
-  private schedule(): void {
+  /**
+   * A full batch goes at once (up to maxConcurrentFlushes in flight). A partial batch waits: the
+   * first records after a quiet spell for flushIntervalMs, records that arrived during a flush until
+   * flushIntervalMs after that flush started. So a trickle is flushed at most once an interval,
+   * whatever the rate: each flush costs the engine a fixed price per table it writes (a new part,
+   * then its merges), which back-to-back small flushes would pay many times a second.
+   */
+  private schedule(afterFlush = false): void {
     if (this.stopping) return;
     const ready = this.holding.ready;
     while (this.flights.size < this.o.maxConcurrentFlushes && ready.size >= this.o.flushRows)
       this.startFlush();
     if (this.flights.size > 0 || ready.size === 0) return;
-    // A partial batch goes when the interval is over, or at once when a flush just ended.
+    const interval = this.o.flushIntervalMs;
+    const delay = afterFlush ? Math.max(0, this.lastFlushStart + interval - Date.now()) : interval;
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       if (this.flights.size === 0 && ready.size > 0 && !this.stopping) this.startFlush();
-    }, this.o.flushIntervalMs);
+    }, delay);
   }
 
   private startFlush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.lastFlushStart = Date.now();
     const flight: Promise<void> = this.flushOnce(this.holding.takeReady(this.o.flushRows)).finally(() => {
       this.flights.delete(flight);
-      if (this.flights.size === 0 && this.holding.ready.size > 0 && !this.stopping) this.startFlush();
-      else this.schedule();
+      this.schedule(true);
     });
     this.flights.add(flight);
   }

@@ -284,7 +284,8 @@ export const flushBatch = async (
   const hook = deps.onRequestLogged;
   if (hook) {
     const settling = live();
-    const settled = await settleAll(settling, deps.concurrency, async (i) => hook(i.envelope));
+    // Every call at once: the wallet settles the calls of one turn together (one transaction).
+    const settled = await settleAll(settling, settling.length, async (i) => hook(i.envelope));
     settled.forEach((r, n) => {
       if (r.status === 'rejected') {
         const id = settling[n]!.envelope.request_id;
