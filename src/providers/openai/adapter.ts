@@ -25,11 +25,19 @@ export const openAiBaseUrl = (connectionBaseUrl: string | null, laneBaseUrl: str
 
 /** The inbound body with the upstream's model id, and usage asked for on streams (SPEC 4.1 rule 5). */
 export const openAiChatBody = (request: CanonicalRequest, providerModelId: string): string => {
-  const body: Record<string, unknown> = { ...request.raw, model: providerModelId };
-  if (request.stream) {
-    const options = request.raw.stream_options;
-    body.stream_options = { ...(options && typeof options === 'object' ? options : {}), include_usage: true };
-  }
+  // `model` is always in the body the edge checked, so the spread only replaces it (fast). Fields the
+  // body lacks are added to a copy made with Object.assign: a literal that opens with a spread and
+  // adds a new field after it takes V8's slow path (about 1 µs a field on this machine).
+  if (!request.stream) return JSON.stringify({ ...request.raw, model: providerModelId });
+  const body: Record<string, unknown> = Object.assign({}, request.raw);
+  body.model = providerModelId;
+  const options = request.raw.stream_options;
+  const streamOptions: Record<string, unknown> = Object.assign(
+    {},
+    options && typeof options === 'object' ? (options as Record<string, unknown>) : null,
+  );
+  streamOptions.include_usage = true;
+  body.stream_options = streamOptions;
   return JSON.stringify(body);
 };
 
