@@ -1,4 +1,11 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  hash,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 
 /**
  * Secrets at rest: AES-256-GCM under SVC_MASTER_KEY, in a self-describing text token
@@ -89,7 +96,8 @@ const decodePart = (part: string | undefined): Buffer => {
 
 /** Lookup key for API keys, ingest keys and sessions: the secret itself is never stored. */
 export const hashSecret = (secret: string): string =>
-  createHash('sha256').update(secret, 'utf8').digest('hex');
+  // One-shot: no Hash object per call (the gateway hashes the API key of every request); same digest.
+  hash('sha256', secret, 'hex');
 
 /**
  * Constant-time string comparison. Both sides are hashed first so the time taken does not reveal

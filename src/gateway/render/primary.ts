@@ -64,7 +64,9 @@ export const renderPrimaryChunk = (
       created: who.created,
       model: who.model,
     };
-    if (!withUsage) delete out.usage;
+    // Left out of the JSON by being undefined: `delete` would turn every chunk into a slow
+    // dictionary-mode object for the serializer.
+    if (!withUsage) out.usage = undefined;
     return out;
   }
   const usage = primaryUsage(chunk.usage);
