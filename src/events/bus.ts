@@ -183,5 +183,6 @@ export const withDeadline = <T>(work: Promise<T>, timeoutMs: number, what: strin
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 };
 
+const encoder = new TextEncoder();
 export const toBytes = (data: Uint8Array | string): Uint8Array =>
-  typeof data === 'string' ? new TextEncoder().encode(data) : data;
+  typeof data === 'string' ? encoder.encode(data) : data;
