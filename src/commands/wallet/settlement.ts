@@ -7,9 +7,8 @@ import {
   VersionConflictError,
 } from '../../events/event-store.js';
 import { formatUsd, parseUsd, type Usd } from '../../lib/money.js';
-import { walletDecider } from './decider.js';
-import { type WalletCommand, walletStream } from './events.js';
-import { runWalletCommand, type WalletCommandContext, walletEventsToAppend } from './handler.js';
+import type { WalletCommand } from './events.js';
+import { decideWalletCommand, type WalletCommandContext } from './handler.js';
 import type { HoldRecords, WaitForLedger } from './ports.js';
 
 export interface Settlement {
@@ -29,7 +28,7 @@ export type SettlementInput = Pick<
 
 export interface SettlementDeps {
   store: EventStore;
-  holds: Pick<HoldRecords, 'find' | 'findMany'>;
+  holds: Pick<HoldRecords, 'findMany'>;
   /** Apply the ledger to the read model before returning (tests, CLI); the projector does it otherwise. */
   waitForLedger?: WaitForLedger;
 }
@@ -43,7 +42,7 @@ interface Decided {
   heldUsd: string;
   charged: Usd;
   /** Null when there is nothing to settle (BYOK or a failed billing without a hold). */
-  command: { workspaceId: string; command: WalletCommand; ctx: WalletCommandContext } | null;
+  command: { command: WalletCommand; ctx: WalletCommandContext } | null;
 }
 
 /** The SettleCharge of one request, from its envelope and its hold: pure. */
@@ -60,7 +59,6 @@ const decide = (
   return {
     ...base,
     command: {
-      workspaceId,
       command: {
         type: 'SettleCharge',
         requestId: envelope.request_id,
@@ -128,20 +126,6 @@ const settled = (d: Decided, replayed: boolean, chargedUsd: string | undefined):
  * the events' message ids are derived from the request ids.
  */
 export const settlement = (deps: SettlementDeps) => {
-  const settleOne = async (envelope: SettlementInput): Promise<Settlement> => {
-    const d = decide(envelope, await deps.holds.find(envelope.request_id));
-    if (!d.command) return skipped(d);
-    const result = await runWalletCommand(
-      deps.store,
-      d.command.workspaceId,
-      d.command.command,
-      d.command.ctx,
-    );
-    await deps.waitForLedger?.(result.position);
-    const event = result.events[0];
-    return settled(d, result.replayed, event?.type === 'ChargeSettled' ? event.data.charged_usd : undefined);
-  };
-
   /**
    * One batch in one transaction: every request's settlement, or a rejection with nothing
    * appended. A request whose envelope cannot be decided fails alone, before the batch.
@@ -160,12 +144,8 @@ export const settlement = (deps: SettlementDeps) => {
           out[at] = { status: 'fulfilled', value: skipped(d) };
           return;
         }
-        const events = walletDecider.decide(d.command.command, walletDecider.initialState());
-        appends.push({
-          streamId: walletStream(d.command.workspaceId),
-          expected: 'any',
-          events: walletEventsToAppend(events, d.command.ctx),
-        });
+        const { events, append } = decideWalletCommand(d.workspaceId, d.command.command, d.command.ctx);
+        appends.push(append);
         const event = events[0];
         pending.push({
           at,
@@ -176,7 +156,11 @@ export const settlement = (deps: SettlementDeps) => {
         out[at] = { status: 'rejected', reason };
       }
     });
-    const results = await deps.store.appendMany(appends);
+    // One settlement alone (the fallback below) is a plain append.
+    const results =
+      appends.length === 1
+        ? [await deps.store.append(appends[0]!.streamId, appends[0]!.expected, appends[0]!.events)]
+        : await deps.store.appendMany(appends);
     if (results.length > 0) await deps.waitForLedger?.(Math.max(...results.map((r) => r.lastPosition)));
     pending.forEach((p, n) => {
       out[p.at] = { status: 'fulfilled', value: settled(p.d, results[n]!.replayed, p.chargedUsd) };
@@ -203,10 +187,9 @@ export const settlement = (deps: SettlementDeps) => {
         // the refused request fails. Nothing of the batch was appended (it rolled back whole).
         for (const e of part)
           out.push(
-            await settleOne(e).then(
-              (value): PromiseSettledResult<Settlement> => ({ status: 'fulfilled', value }),
-              (reason: unknown): PromiseSettledResult<Settlement> => ({ status: 'rejected', reason }),
-            ),
+            ...(await settleBatch([e]).catch((reason: unknown): PromiseSettledResult<Settlement>[] => [
+              { status: 'rejected', reason },
+            ])),
           );
       }
     }
