@@ -4,7 +4,6 @@ import type { Config } from '../config/config.js';
 import type { RoleName } from '../roles/role.js';
 import { dataMessage, type FromChild, isDataMessage, type ToChild } from './data-process.js';
 import { CliError } from './output.js';
-import { dataDirOf } from './runtime.js';
 import { type RunningService, startService } from './service.js';
 
 /**
@@ -20,7 +19,7 @@ export const runDataProcess = async (config: Config, roles: RoleName[], logger: 
     send(dataMessage<FromChild>(m), undefined, {}, () => {});
   const controller = new AbortController();
   let service: RunningService | null = null;
-  let release = async () => {};
+  let unserve = () => {};
   let stopping = false;
 
   const shutdown = (why: string) => {
@@ -38,15 +37,14 @@ export const runDataProcess = async (config: Config, roles: RoleName[], logger: 
     if (service) finish(service); // else start-up unwinds by itself and exits below
   };
   const finish = (running: RunningService) => {
-    void release()
-      .then(() => running.stop())
-      .then(
-        () => process.exit(0),
-        (err: unknown) => {
-          logger.error({ err }, 'data process stop failed');
-          process.exit(1);
-        },
-      );
+    unserve();
+    void running.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'data process stop failed');
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
@@ -79,17 +77,12 @@ export const runDataProcess = async (config: Config, roles: RoleName[], logger: 
     process.exit(stopping ? 0 : 1);
   }
   let engineVersion: string | null = null;
-  if (service.analytics?.adapter === 'chdb') {
-    // The store's engine is shared per path: this is the one ingest writes through.
-    const { ChdbEngine } = await import('../analytics/chdb/engine.js');
-    const { chdbPath } = await import('../analytics/chdb/store.js');
-    const engine = await ChdbEngine.acquire(chdbPath(dataDirOf(config)));
-    const unserve = serveEngine(process as unknown as Channel, engine);
+  const analytics = service.analytics;
+  if (analytics?.adapter === 'chdb') {
+    // The engine ingest writes through answers the parent's query role as well.
+    const { engine } = analytics as import('../analytics/chdb/store.js').ChdbAnalyticsStore;
+    unserve = serveEngine(process as unknown as Channel, engine);
     engineVersion = engine.version;
-    release = async () => {
-      unserve();
-      await engine.release();
-    };
   }
   if (stopping) return finish(service);
   tell({ type: 'ready', pid: process.pid, engineVersion });

@@ -140,20 +140,23 @@ export const startDataProcess = async (options: {
           { code, signal: sig, restart_in_ms: restartDelay },
           'data process exited; starting it again',
         );
-        restartTimer = setTimeout(() => {
-          restartTimer = null;
-          if (stopping) return;
-          spawnChild().catch((err: unknown) => {
-            log.error({ err }, 'data process did not start again');
-            if (!stopping && !child) {
-              // Try again later; /healthz reports the data process down meanwhile.
-              restartTimer = setTimeout(() => void spawnChild().catch(() => {}), restartDelay);
-            }
-          });
-        }, restartDelay);
-        restartDelay = Math.min(restartDelay * 2, RESTART_MAX_MS);
+        restartLater();
       });
     });
+
+  /** A new child after the current delay, which doubles up to RESTART_MAX_MS until one is ready. */
+  const restartLater = () => {
+    restartTimer = setTimeout(() => {
+      restartTimer = null;
+      if (stopping) return;
+      spawnChild().catch((err: unknown) => {
+        // /healthz reports the data process down meanwhile.
+        log.error({ err, restart_in_ms: restartDelay }, 'data process did not start again');
+        if (!stopping) restartLater();
+      });
+    }, restartDelay);
+    restartDelay = Math.min(restartDelay * 2, RESTART_MAX_MS);
+  };
 
   const exited = (proc: ChildProcess, graceMs: number): Promise<void> =>
     new Promise((resolve) => {

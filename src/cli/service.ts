@@ -155,10 +155,7 @@ export const startService = async (
         signal: options.signal,
       });
       dataProcess = started;
-      health.register('data-process', async () => {
-        await started.health();
-      });
-      health.include(() => started.health());
+      health.register('data-process', () => started.health());
     }
     checkpoint();
     if (split.here.some((r) => DATA_ROLES.includes(r))) {

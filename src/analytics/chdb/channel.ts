@@ -1,5 +1,5 @@
 import { AnalyticsError } from '../port.js';
-import { type ChdbEngine, toAnalyticsError } from './engine.js';
+import { type ChdbEngine, DEFAULT_REQUEST_TIMEOUT_MS, toAnalyticsError } from './engine.js';
 import type { EngineFailure, EngineResult, InsertRequest, QueryRequest, WorkerEnvelope } from './protocol.js';
 
 /**
@@ -89,7 +89,7 @@ export class ChannelEngine implements Engine {
 
   constructor(
     readonly version: string,
-    private readonly requestTimeoutMs = 300_000,
+    private readonly requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS,
   ) {}
 
   /** The channel statements go to from now on; null while the owner is gone (they then fail). */

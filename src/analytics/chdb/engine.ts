@@ -26,7 +26,7 @@ export interface ChdbEngineOptions {
   startTimeoutMs?: number;
 }
 
-const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 const DEFAULT_START_TIMEOUT_MS = 60_000;
 const CLOSE_TIMEOUT_MS = 10_000;
 

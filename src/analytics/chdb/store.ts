@@ -39,7 +39,8 @@ export class ChdbAnalyticsStore implements AnalyticsStore {
   private closed = false;
 
   private constructor(
-    private readonly engine: Engine,
+    /** The engine statements run on; a data process answers its parent's statements with it. */
+    readonly engine: Engine,
     readonly database: string,
   ) {}
 
