@@ -6,10 +6,10 @@ export interface DependencyState {
 
 /**
  * Resolves when the dependency is up. A check of another process (a data process) may resolve with
- * that process's own dependencies, which are reported beside this one's: a name this process checks
+ * that process's own dependencies (a record of DependencyState by name), which are reported beside this one's: a name this process checks
  * itself keeps its own state unless the other one finds it down.
  */
-type Check = () => Promise<void | Record<string, DependencyState>>;
+type Check = () => Promise<unknown>;
 
 /** Dependencies each role registers; /healthz and gRPC HealthService.Ping report all of them. */
 export class HealthRegistry {
@@ -32,7 +32,7 @@ export class HealthRegistry {
               timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
             }),
           ]);
-          if (more) reported.push(more);
+          if (more && typeof more === 'object') reported.push(more as Record<string, DependencyState>);
           return [name, { status: 'up', latency_ms: Math.round((performance.now() - started) * 10) / 10 }];
         } catch (err) {
           return [name, { status: 'down', detail: err instanceof Error ? err.message : String(err) }];
