@@ -31,14 +31,18 @@ type Answer =
 const isCall = (m: unknown): m is Call => (m as Call | null)?.tag === TAG && 'call' in (m as Call);
 const isAnswer = (m: unknown): m is Answer => (m as Answer | null)?.tag === TAG && 'id' in (m as Answer);
 
+/** An AnalyticsError keeps its kind and retryability across the channel; anything else is a server error. */
 const failureOf = (err: unknown): EngineFailure => {
+  if (err instanceof AnalyticsError)
+    return {
+      name: err.name,
+      message: err.message,
+      kind: err.kind,
+      retryable: err.retryable,
+      ...(err.clickhouseCode === null ? {} : { clickhouseCode: err.clickhouseCode }),
+    };
   const e = err instanceof Error ? err : new Error(String(err));
-  const code = (e as AnalyticsError).clickhouseCode ?? undefined;
-  return {
-    name: (e as AnalyticsError).kind === 'closed' ? 'ChdbClosedError' : e.name,
-    message: e.message,
-    ...(code === undefined ? {} : { clickhouseCode: code }),
-  };
+  return { name: e.name, message: e.message };
 };
 
 /**

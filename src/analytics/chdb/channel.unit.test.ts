@@ -84,6 +84,23 @@ describe('ChannelEngine and serveEngine', () => {
     expect(err).toMatchObject({ kind: 'server', clickhouseCode: 62, retryable: false });
   });
 
+  it("the owner's own kind of failure crosses as it is: a timeout stays a retryable timeout", async () => {
+    const [caller, owner] = pair();
+    const engine = fakeEngine();
+    engine.query = async () => {
+      throw new AnalyticsError('timeout', 'chdb query took longer than 300000 ms');
+    };
+    serveEngine(owner, engine);
+    const client = new ChannelEngine('v');
+    client.attach(caller);
+    const err = await client.query({ sql: 'SELECT 1', params: {}, format: 'JSONEachRow' }).catch((e) => e);
+    expect(err).toMatchObject({
+      kind: 'timeout',
+      retryable: true,
+      message: expect.stringContaining('300000'),
+    });
+  });
+
   it('without an owner, statements fail as unavailable (retryable), and pending ones with it', async () => {
     const client = new ChannelEngine('v');
     const err = await client.query({ sql: 'SELECT 1', params: {}, format: 'JSONEachRow' }).catch((e) => e);

@@ -77,6 +77,9 @@ const spawnWorker = (path: string): Worker => {
 };
 
 export const toAnalyticsError = (failure: EngineFailure): AnalyticsError => {
+  const code = failure.clickhouseCode === undefined ? {} : { clickhouseCode: failure.clickhouseCode };
+  if (failure.kind)
+    return new AnalyticsError(failure.kind, failure.message, { ...code, retryable: failure.retryable });
   if (failure.name === 'ChdbClosedError') return new AnalyticsError('closed', failure.message);
   return new AnalyticsError('server', failure.message, {
     ...(failure.clickhouseCode === undefined ? {} : { clickhouseCode: failure.clickhouseCode }),

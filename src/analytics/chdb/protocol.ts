@@ -1,3 +1,5 @@
+import type { AnalyticsErrorKind } from '../port.js';
+
 /** Messages between the main thread (`engine.ts`) and the chdb worker thread (`worker.ts`). */
 
 export interface WorkerInit {
@@ -49,6 +51,9 @@ export interface EngineFailure {
   name: string;
   message: string;
   clickhouseCode?: number;
+  /** Set when the failure is already an AnalyticsError (an engine in another process): kept as it is. */
+  kind?: AnalyticsErrorKind;
+  retryable?: boolean;
 }
 
 export type WorkerMessage =
