@@ -12,25 +12,15 @@ import { embeddingsReply, jsonOperationOutcome, readJsonBody, responsesReply } f
 
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
-/** Configured base URL -> the one requests go to: parsed once, not on every upstream call. */
-const BASE_URLS = new Map<string, string>();
-
 /**
  * The base URL of an OpenAI-compatible upstream: the connection's origin override, else the lane's
  * catalog base_url, else the public API. A bare origin means origin + /v1.
  */
 export const openAiBaseUrl = (connectionBaseUrl: string | null, laneBaseUrl: string | null): string => {
   const chosen = connectionBaseUrl ?? laneBaseUrl ?? OPENAI_DEFAULT_BASE_URL;
-  let base = BASE_URLS.get(chosen);
-  if (base === undefined) {
-    const url = new URL(chosen);
-    const path = url.pathname.replace(/\/+$/, '');
-    base = `${url.origin}${path === '' ? '/v1' : path}`;
-    // Bounded by the origins configured (lanes and connections); cleared if that ever runs away.
-    if (BASE_URLS.size >= 1_024) BASE_URLS.clear();
-    BASE_URLS.set(chosen, base);
-  }
-  return base;
+  const url = new URL(chosen);
+  const path = url.pathname.replace(/\/+$/, '');
+  return `${url.origin}${path === '' ? '/v1' : path}`;
 };
 
 /** The inbound body with the upstream's model id, and usage asked for on streams (SPEC 4.1 rule 5). */
