@@ -4,7 +4,8 @@
 -- NOTIFY each (every snapshot cache and projector in every process wakes on a NOTIFY).
 --
 -- The body of svc_append_events moves into svc_append_events_quiet (everything but the NOTIFY);
--- svc_append_events keeps its signature and behaviour by calling it and notifying.
+-- svc_append_events keeps its signature and behaviour as the one-stream case of
+-- svc_append_events_many (defined last).
 
 CREATE FUNCTION svc_append_events_quiet(p_stream text, p_category text, p_expected bigint, p_events jsonb)
 RETURNS TABLE (global_position bigint, stream_version bigint, replayed boolean)
@@ -58,26 +59,6 @@ BEGIN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION svc_append_events(p_stream text, p_category text, p_expected bigint, p_events jsonb)
-RETURNS TABLE (global_position bigint, stream_version bigint, replayed boolean)
-LANGUAGE plpgsql
-AS $$
-DECLARE
-  v_last bigint := NULL;
-BEGIN
-  FOR global_position, stream_version, replayed IN
-    SELECT a.global_position, a.stream_version, a.replayed
-      FROM svc_append_events_quiet(p_stream, p_category, p_expected, p_events) a
-  LOOP
-    IF NOT replayed THEN v_last := global_position; END IF;
-    RETURN NEXT;
-  END LOOP;
-  IF v_last IS NOT NULL THEN
-    PERFORM pg_notify('svc_events', v_last::text);
-  END IF;
-END;
-$$;
-
 -- p_streams[i], p_categories[i], p_expected[i] (NULL = any) and p_events[i] describe append i, as for
 -- svc_append_events; they run in order, all or nothing. Rows come back per append (ord = i), with
 -- replayed = true for an append whose message ids were all stored already. One NOTIFY, with the
@@ -103,4 +84,12 @@ BEGIN
     PERFORM pg_notify('svc_events', v_last::text);
   END IF;
 END;
+$$;
+
+CREATE OR REPLACE FUNCTION svc_append_events(p_stream text, p_category text, p_expected bigint, p_events jsonb)
+RETURNS TABLE (global_position bigint, stream_version bigint, replayed boolean)
+LANGUAGE sql
+AS $$
+  SELECT m.global_position, m.stream_version, m.replayed
+    FROM svc_append_events_many(ARRAY[p_stream], ARRAY[p_category], ARRAY[p_expected], ARRAY[p_events]) m
 $$;
