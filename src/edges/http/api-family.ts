@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AnalyticsError } from '../../analytics/port.js';
 import { UnstorableEventError, VersionConflictError } from '../../events/event-store.js';
 import { type ErrorCode, ServiceError } from '../../lib/errors.js';
 import { fieldOf, unstorableIn } from '../../lib/storable.js';
@@ -62,7 +63,7 @@ export const publicApiFamily = (scope: FastifyInstance, options: { bodyLimit: nu
   scope.setErrorHandler((err, request, reply) => {
     if (!request.raw.complete) drainOrClose(request, reply);
     // The server's handler renders the envelope (and logs what is still a 500).
-    throw toApiError(err, request);
+    throw toApiError(err, request, reply);
   });
 };
 
@@ -103,13 +104,19 @@ const CLIENT_ERRORS: Partial<Record<number, ErrorCode>> = {
   415: 'unsupported_media_type',
 };
 
-const toApiError = (err: unknown, request: FastifyRequest): unknown => {
+const toApiError = (err: unknown, request: FastifyRequest, reply: FastifyReply): unknown => {
   if (err instanceof ServiceError) return err;
   if (err instanceof VersionConflictError)
     return new ServiceError(
       'conflict',
       'another change to the same record was saved at the same moment: read it again and retry',
     );
+  // Analytics down or slow for a while (a data process restarting, a ClickHouse server away): the
+  // caller may retry; anything else from the store stays an internal error.
+  if (err instanceof AnalyticsError && err.retryable) {
+    reply.header('retry-after', '2');
+    return new ServiceError('service_unavailable', 'analytics is not available right now; retry shortly');
+  }
   if (err instanceof UnstorableEventError)
     return new ServiceError(
       'bad_request',

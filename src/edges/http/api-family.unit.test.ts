@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { AnalyticsError } from '../../analytics/port.js';
 import { UnstorableEventError, VersionConflictError } from '../../events/event-store.js';
 import { ServiceError } from '../../lib/errors.js';
 import { HealthRegistry } from '../../lib/health.js';
@@ -47,6 +48,12 @@ beforeAll(async () => {
             }));
             scope.post('/api/conflict', async () => {
               throw new VersionConflictError('project-1', 3, 4);
+            });
+            scope.post('/api/analytics-away', async () => {
+              throw new AnalyticsError('unavailable', 'the analytics process is not running');
+            });
+            scope.post('/api/analytics-broken', async () => {
+              throw new AnalyticsError('server', 'Code: 62. DB::Exception: Syntax error');
             });
             scope.post('/api/unstorable', async () => {
               throw new UnstorableEventError(
@@ -162,6 +169,17 @@ describe('an authenticated /api family', () => {
       status: 400,
       error: 'bad_request',
     });
+  });
+
+  it('analytics away for a while is a 503 with Retry-After, naming no engine detail; a broken query stays a 500', async () => {
+    const away = await post('/api/analytics-away', '{}', good);
+    expect(away.statusCode).toBe(503);
+    expect(away.headers['retry-after']).toBe('2');
+    expect(away.json().error).toBe('service_unavailable');
+    expect(away.body).not.toContain('process');
+    const broken = await post('/api/analytics-broken', '{}', good);
+    expect(broken.statusCode).toBe(500);
+    expect(broken.body).not.toContain('DB::Exception');
   });
 });
 
