@@ -52,6 +52,7 @@ export const runDataProcess = async (config: Config, roles: RoleName[], logger: 
   process.on('message', (m: unknown) => {
     if (!isDataMessage<ToChild>(m)) return;
     if (m.type === 'stop') return shutdown('asked by svc serve');
+    if (m.type === 'ping') return tell({ type: 'pong', id: m.id });
     const running = service;
     if (!running) return;
     if (m.type === 'health') {

@@ -40,12 +40,14 @@ const TAG = 'svc.data';
 export type ToChild =
   | { tag: typeof TAG; type: 'stop' }
   | { tag: typeof TAG; type: 'health'; id: number }
-  | { tag: typeof TAG; type: 'metrics'; id: number };
+  | { tag: typeof TAG; type: 'metrics'; id: number }
+  | { tag: typeof TAG; type: 'ping'; id: number };
 export type FromChild =
   | { tag: typeof TAG; type: 'ready'; pid: number; engineVersion: string | null }
   | { tag: typeof TAG; type: 'failed'; message: string }
   | { tag: typeof TAG; type: 'health'; id: number; dependencies: Record<string, DependencyState> }
-  | { tag: typeof TAG; type: 'metrics'; id: number; text: string };
+  | { tag: typeof TAG; type: 'metrics'; id: number; text: string }
+  | { tag: typeof TAG; type: 'pong'; id: number };
 
 export const isDataMessage = <T extends { tag: string }>(m: unknown): m is T =>
   (m as { tag?: unknown } | null)?.tag === TAG;
@@ -56,6 +58,9 @@ const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
 const RESTART_MIN_MS = 1_000;
 const RESTART_MAX_MS = 30_000;
 const ASK_TIMEOUT_MS = 2_000;
+/** How often the parent pings a ready child, and how long without an answer makes it hung. */
+const PING_EVERY_MS = 2_000;
+const HUNG_AFTER_MS = 10_000;
 
 export interface DataProcess {
   /** The child's pid while it runs. */
@@ -173,16 +178,20 @@ export const startDataProcess = async (options: {
 
   const stop = async () => {
     stopping = true;
+    clearInterval(watchdog);
     if (restartTimer) clearTimeout(restartTimer);
     const proc = child;
-    if (!proc) return;
-    if (proc.connected) proc.send(dataMessage<ToChild>({ type: 'stop' }), () => {});
-    else proc.kill('SIGTERM');
-    // The child's own drain is bounded by the same timeout; the margin lets it log and exit.
-    await exited(proc, options.config.SVC_SHUTDOWN_TIMEOUT_MS + 2_000);
+    if (proc) {
+      if (proc.connected) proc.send(dataMessage<ToChild>({ type: 'stop' }), () => {});
+      else proc.kill('SIGTERM');
+      // The child's own drain is bounded by the same timeout; the margin lets it log and exit (and
+      // a forced exit of this process kills it first, below).
+      await exited(proc, options.config.SVC_SHUTDOWN_TIMEOUT_MS + 2_000);
+    }
+    process.off('exit', killChild);
   };
 
-  const ask = <T extends FromChild>(type: 'health' | 'metrics'): Promise<T> => {
+  const ask = <T extends FromChild>(type: 'health' | 'metrics' | 'ping'): Promise<T> => {
     const proc = child;
     if (!proc || !ready || !proc.connected)
       return Promise.reject(new Error('the data process is not running'));
@@ -205,6 +214,37 @@ export const startDataProcess = async (options: {
       });
     });
   };
+
+  // A child that stops answering (wedged, or stopped with SIGSTOP) would hold every query for the
+  // statement timeout and keep the engine's path: it is killed, which fails what waits on it at
+  // once, and started again like any child that died.
+  let answeredAt = Date.now();
+  const watchdog = setInterval(() => {
+    const proc = child;
+    if (!proc || !ready) {
+      answeredAt = Date.now();
+      return;
+    }
+    if (Date.now() - answeredAt > HUNG_AFTER_MS) {
+      log.error({ pid: proc.pid, silent_ms: Date.now() - answeredAt }, 'data process hung; killing it');
+      answeredAt = Date.now();
+      proc.kill('SIGKILL');
+      return;
+    }
+    ask('ping').then(
+      () => {
+        answeredAt = Date.now();
+      },
+      () => {},
+    );
+  }, PING_EVERY_MS);
+  watchdog.unref();
+  // However this process ends (a forced exit after its shutdown timeout, a crash), its child does
+  // not outlive it; a child whose parent was killed with -9 leaves on the IPC disconnect.
+  const killChild = () => {
+    child?.kill('SIGKILL');
+  };
+  process.on('exit', killChild);
 
   const abort = () => void stop();
   options.signal?.addEventListener('abort', abort, { once: true });

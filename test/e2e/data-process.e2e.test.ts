@@ -28,6 +28,26 @@ const alive = (pid: number) => {
   }
 };
 
+/** Every data process of the service on `dataDir` (a restarted one is not the start-up line's). */
+const dataProcesses = (dataDir: string): number[] =>
+  readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number)
+    .filter((p) => {
+      try {
+        const args = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        const environ = readFileSync(`/proc/${p}/environ`, 'utf8');
+        const state = readFileSync(`/proc/${p}/stat`, 'utf8');
+        return (
+          args.includes('--data-process') &&
+          environ.includes(`SVC_DATA_DIR=${dataDir}\0`) &&
+          state[state.lastIndexOf(')') + 2] !== 'Z'
+        );
+      } catch {
+        return false;
+      }
+    });
+
 const served = async (content: string): Promise<string> => {
   const r = await call(gw.serve.httpUrl, 'POST', '/v1/chat/completions', {
     token: gw.boot.api_key,
@@ -106,23 +126,70 @@ describe('the data process of svc serve', () => {
     expect(alive(first)).toBe(false);
   });
 
+  it('a restarted data process killed during its own start-up, twice, is still started again', async () => {
+    const gone = new Set<number>();
+    const killNext = async (what: string) => {
+      let pid = 0;
+      await eventually(
+        async () => {
+          pid = dataProcesses(gw.env.SVC_DATA_DIR!).find((p) => !gone.has(p)) ?? 0;
+          return pid !== 0;
+        },
+        60_000,
+        what,
+      );
+      gone.add(pid);
+      process.kill(pid, 'SIGKILL');
+    };
+    await killNext('the running data process');
+    await killNext('the first restart, while it starts');
+    await killNext('the second restart, while it starts');
+    await eventually(async () => (await health()).status === 200, 90_000, 'a data process that stays');
+    const after = await served('after two failed restarts');
+    expect(await missingRows(gw, gw.boot.org_id, [after], 60_000)).toEqual([]);
+  });
+
+  it('a data process that stops answering is killed and replaced; queries meanwhile get a prompt 503', async () => {
+    const [hung] = dataProcesses(gw.env.SVC_DATA_DIR!);
+    process.kill(hung!, 'SIGSTOP');
+    try {
+      const asked = Date.now();
+      const r = await call(gw.serve.httpUrl, 'GET', `/api/requests?org_id=${gw.boot.org_id}`, {
+        token: gw.admin,
+      });
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBe('2');
+      // The watchdog's 10 s of silence, one ping interval and a margin: not the 300 s statement timeout.
+      expect(Date.now() - asked).toBeLessThan(20_000);
+      await eventually(async () => !alive(hung!), 10_000, 'the hung process killed');
+    } finally {
+      if (alive(hung!)) process.kill(hung!, 'SIGKILL');
+    }
+    await eventually(async () => (await health()).status === 200, 60_000, 'a new data process');
+  });
+
   it('SIGTERM stops the serving process and its data process', async () => {
     const pid = startLine(gw.serve.output()).data_process.pid!;
-    // The restarted one too, if the previous case ran: every data process of this service.
-    const children = readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .map(Number)
-      .filter((p) => {
-        try {
-          const args = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-          const environ = readFileSync(`/proc/${p}/environ`, 'utf8');
-          return args.includes('--data-process') && environ.includes(`SVC_DATA_DIR=${gw.env.SVC_DATA_DIR}\0`);
-        } catch {
-          return false;
-        }
-      });
+    // The restarted one too, if the previous cases ran: every data process of this service.
+    const children = dataProcesses(gw.env.SVC_DATA_DIR!);
     expect(children.length).toBe(1);
     expect(await gw.serve.stop('SIGTERM')).toBe(0);
     await eventually(async () => !alive(children[0]!) && !alive(pid), 15_000, 'the data process gone');
+  });
+});
+
+describe('a serving process that has to give up on its shutdown', () => {
+  it('kills a data process that does not stop, so none outlives it', async () => {
+    const other = await startGatewayEnv({ SVC_LOG_LEVEL: 'error', SVC_SHUTDOWN_TIMEOUT_MS: '2000' });
+    try {
+      const [child] = dataProcesses(other.env.SVC_DATA_DIR!);
+      process.kill(child!, 'SIGSTOP');
+      // The shutdown timeout passes while the child cannot drain: exit code 1, as the README says.
+      expect(await other.serve.stop('SIGTERM')).toBe(1);
+      await eventually(async () => !alive(child!), 5_000, 'the stopped data process gone with its parent');
+    } finally {
+      for (const p of dataProcesses(other.env.SVC_DATA_DIR!)) process.kill(p, 'SIGKILL');
+      await other.stop();
+    }
   });
 });
