@@ -24,18 +24,27 @@ export const worstCaseOutput = (
 };
 
 /**
- * How many completions the upstream may write: `n` passes to reference-shaped upstreams as it came
- * (SPEC 4.1 rule 6 refuses other values only on messages-style routes), and each choice bills its
- * own output. A value the upstream would refuse bills nothing; 1 stands for it.
+ * How many completions the upstream may write: each choice bills its own output. `n` passes to
+ * reference-shaped upstreams as it came (SPEC 4.1 rule 6 refuses other values only on
+ * messages-style routes); null when it is neither absent, null nor a positive safe integer, which
+ * no hold can size (an upstream that coerced "5" would write five).
  */
-const choicesOf = (n: unknown): number => (typeof n === 'number' && Number.isSafeInteger(n) && n > 1 ? n : 1);
+const choicesOf = (n: unknown): number | null => {
+  if (n === undefined || n === null) return 1;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 1 ? n : null;
+};
 
 /**
  * What a request may cost on one endpoint, estimated before dispatch (SPEC 8 "escrow hold"): the
  * prompt from the body's size (embeddings: from the input itself, and no output), the output at
  * its worst case on that endpoint, once per choice the request asks for.
  */
-const shapeOf = (scope: RequestScope, endpoint: RegistryEndpoint, embeddingsPrompt: number): EscrowShape => {
+const shapeOf = (
+  scope: RequestScope,
+  endpoint: RegistryEndpoint,
+  embeddingsPrompt: number,
+  choices: number,
+): EscrowShape => {
   const { canonical, requestBytes } = scope.input;
   switch (canonical.operation) {
     case 'embeddings':
@@ -50,7 +59,7 @@ const shapeOf = (scope: RequestScope, endpoint: RegistryEndpoint, embeddingsProm
       return {
         operation: 'chat',
         prompt_tokens: Math.ceil(requestBytes / 4),
-        max_output_tokens: worstCaseOutput(canonical.maxTokens, endpoint) * choicesOf(canonical.n),
+        max_output_tokens: worstCaseOutput(canonical.maxTokens, endpoint) * choices,
       };
   }
 };
@@ -62,8 +71,15 @@ const shapeOf = (scope: RequestScope, endpoint: RegistryEndpoint, embeddingsProm
  */
 const UPSTREAM_STATE = ['previous_response_id', 'conversation', 'prompt'] as const;
 
-const upstreamStateOf = (raw: Record<string, unknown>): string | undefined =>
-  UPSTREAM_STATE.find((field) => raw[field] !== undefined && raw[field] !== null);
+/** Why no wallet-funded candidate can be held for this request, whatever its card; undefined: it can. */
+const unholdable = (canonical: RequestScope['input']['canonical']): string | undefined => {
+  const state = UPSTREAM_STATE.find((f) => canonical.raw[f] !== undefined && canonical.raw[f] !== null);
+  if (state !== undefined)
+    return `${state} brings in context the upstream holds, whose size no hold can cover; send the whole context, or use the project's own key`;
+  if (choicesOf(canonical.n) === null)
+    return `n=${JSON.stringify(canonical.n)} is not a positive integer, so no hold can cover what the upstream may write`;
+  return undefined;
+};
 
 /**
  * Wallet-funded candidates hold the largest of their estimates before any upstream call (SPEC 1.4,
@@ -88,19 +104,21 @@ export const holdEscrow = async (
   let hold: Usd | null = null;
   const holdable: RegistryEndpoint[] = [];
   const unpriced: string[] = [];
-  const stateField = upstreamStateOf(canonical.raw);
+  const refusal = unholdable(canonical);
+  const choices = choicesOf(canonical.n) ?? 1;
   for (const e of candidates) {
     if (tenancy.credentials(key.projectId, e)?.funding !== 'wallet') {
       holdable.push(e);
       continue;
     }
-    if (stateField !== undefined) {
-      unpriced.push(
-        `${e.lane}/${e.model}: ${stateField} brings in context the upstream holds, whose size no hold can cover; send the whole context, or use the project's own key`,
-      );
+    if (refusal !== undefined) {
+      unpriced.push(`${e.lane}/${e.model}: ${refusal}`);
       continue;
     }
-    const estimate = escrowEstimate(registry.cardAt(e, startedAt.getTime()), shapeOf(scope, e, promptOf()));
+    const estimate = escrowEstimate(
+      registry.cardAt(e, startedAt.getTime()),
+      shapeOf(scope, e, promptOf(), choices),
+    );
     if (estimate.status !== 'reserved') {
       unpriced.push(`${e.lane}/${e.model}: ${estimate.detail}`);
       continue;

@@ -181,6 +181,23 @@ describe('an output limit the gateway cannot read is refused before any upstream
     expect(one.status, one.text).toBe(200);
   });
 
+  it('an n no hold can size ("5", true, 1.5, [3], 0, -1) is not sent upstream on the wallet: 400 naming n, nothing upstream', async () => {
+    const before = upstreamCalls();
+    const answers: [unknown, number, string | undefined][] = [];
+    for (const n of ['5', true, 1.5, [3], 0, -1]) {
+      const r = await call(gw.serve.httpUrl, 'POST', '/v1/chat/completions', {
+        token: gw.boot.api_key,
+        body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 16, n },
+      });
+      answers.push([n, r.status, (r.json?.error as { code?: string } | undefined)?.code]);
+      expect(r.text).toContain('n=');
+    }
+    expect(answers.every(([, status, code]) => status === 400 && code === 'no_compatible_candidate')).toBe(
+      true,
+    );
+    expect(upstreamCalls() - before).toBe(0);
+  });
+
   it('state the upstream holds (previous_response_id, conversation, stored prompt) cannot be held for on the wallet: 400, nothing upstream', async () => {
     const before = upstreamCalls();
     const answers: [string, number, string | undefined][] = [];
