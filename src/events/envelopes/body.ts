@@ -1,4 +1,4 @@
-import { hash } from 'blake3-wasm';
+import { blake3Hex } from '../../lib/blake3.js';
 import { toBytes } from '../bus.js';
 import { type BodySide, subjects } from '../subjects.js';
 import { type BodyRef, INLINE_BODY_MAX_BYTES, type InlineBody, isChunkedBody } from './request-completed.js';
@@ -26,11 +26,7 @@ export interface BuiltBody {
 /** Chunks are as large as an inline body may be, so no single bus message grows past that bound. */
 export const BODY_CHUNK_BYTES = INLINE_BODY_MAX_BYTES;
 
-// The Node build of blake3-wasm is synchronous (no `load()`); its typings widen the digest to a string too.
-export const blake3Hex = (bytes: Uint8Array): string => {
-  const digest = hash(bytes);
-  return typeof digest === 'string' ? digest : digest.toString('hex');
-};
+export { blake3Hex };
 
 // ignoreBOM keeps a leading BOM in the text, so the text re-encodes to exactly the hashed bytes.
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
