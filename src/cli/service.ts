@@ -42,8 +42,10 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** Roles that read or write analytics rows and stored objects; a lean gateway opens neither. */
+/** Roles that read or write stored objects; a lean gateway opens none. */
 export const DATA_ROLES: readonly RoleName[] = ['ingest', 'query', 'trace-ingest', 'audit'];
+/** Of those, the roles that read or write analytics rows (trace-ingest only publishes and stores payloads). */
+const ANALYTICS_ROLES: readonly RoleName[] = ['ingest', 'query', 'audit'];
 
 export const parseRoles = (value: string | undefined): RoleName[] => {
   if (!value || value === 'all') return [...ROLE_NAMES];
@@ -159,12 +161,14 @@ export const startService = async (
     }
     checkpoint();
     if (split.here.some((r) => DATA_ROLES.includes(r))) {
-      const store = await openHereAnalytics(config, dataProcess);
-      analytics = store;
-      health.register('analytics', async () => {
-        const h = await store.health();
-        if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
-      });
+      if (split.here.some((r) => ANALYTICS_ROLES.includes(r))) {
+        const store = await openHereAnalytics(config, dataProcess);
+        analytics = store;
+        health.register('analytics', async () => {
+          const h = await store.health();
+          if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
+        });
+      }
       const files = openObjects(config);
       objects = files;
       health.register('objects', async () => {

@@ -2,6 +2,7 @@ import type { PricingResult } from '../pricing/index.js';
 import type { CanonicalRequest, Usage } from '../providers/contract.js';
 import type { ApiKeyIdentity } from './auth/api-key-cache.js';
 import type { AttemptRecord } from './pipeline.js';
+import type { TraceContext } from './trace-context.js';
 
 /**
  * Everything the gateway knows about a request, handed over when its upstream call is about to
@@ -32,6 +33,8 @@ export interface CompletedRequest {
   /** Full tracing on (org, project, key or the svc-enable-tracing header) and where it came from. */
   tracing: { full: boolean; source: 'org' | 'project' | 'api_key' | 'header' | 'none' };
   sessionId: string | null;
+  /** The trace the request belongs to (a traceparent or a session), else null or absent. */
+  traceContext?: TraceContext | null;
   /** Names and counts of the tools the reply called; never their arguments. */
   toolSummary: Record<string, number>;
   /** Present only when full tracing is on. */

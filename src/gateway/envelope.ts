@@ -133,7 +133,15 @@ export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft;
     session_id: c.sessionId,
     end_user_id: c.request.endUserId ?? null,
     ...(c.request.preserved?.beta ? { alt_beta: c.request.preserved.beta } : {}),
-    trace: { full_tracing: c.tracing.full, source: c.tracing.source },
+    trace: c.traceContext
+      ? {
+          full_tracing: c.tracing.full,
+          source: c.tracing.source,
+          trace_id: c.traceContext.traceId,
+          span_id: c.traceContext.spanId,
+          parent_span_id: c.traceContext.parentSpanId,
+        }
+      : { full_tracing: c.tracing.full, source: c.tracing.source },
     tool_summary: {
       declared: declaredTools(c.request.raw),
       calls: Object.entries(c.toolSummary).map(([name, count]) => ({ name, count })),

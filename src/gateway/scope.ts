@@ -13,6 +13,7 @@ import type { RegistrySnapshot } from './registry/snapshot.js';
 import type { Dialect } from './render/dialect.js';
 import { failureError } from './render/failures.js';
 import type { TenancySnapshot } from './tenancy.js';
+import { traceContextOf } from './trace-context.js';
 
 /** What the request path is built from: snapshots, adapters, limits, and where its records go. */
 export interface GatewayDeps {
@@ -80,6 +81,8 @@ export interface GatewayRequest {
   tracingHeader: string | string[] | undefined;
   /** The x-svc-session-id header as received. */
   sessionHeader: string | string[] | undefined;
+  /** The W3C traceparent header as received (SPEC 4.3: the gateway's LLM span joins the caller's trace). */
+  traceparentHeader?: string | string[] | undefined;
   client: ClientPort;
 }
 
@@ -133,7 +136,7 @@ export class RequestScope {
     const { key, canonical } = input;
     const startedAt = this.startedAt;
     this.tenancy = deps.tenancy();
-    const session = input.sessionHeader;
+    const session = typeof input.sessionHeader === 'string' ? input.sessionHeader : null;
     this.completed = {
       requestId: input.requestId,
       key,
@@ -155,7 +158,8 @@ export class RequestScope {
       usageEstimated: false,
       pricing: null,
       tracing: tracingOf(input.tracingHeader, key, this.tenancy),
-      sessionId: typeof session === 'string' ? session : null,
+      sessionId: session,
+      traceContext: traceContextOf(input.traceparentHeader, session),
       toolSummary: {},
       bodies: null,
     };

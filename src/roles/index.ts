@@ -12,4 +12,5 @@ export const ROLE_FACTORIES: Partial<Record<RoleName, RoleFactory>> = {
   projector: (ctx) => import('./projector.js').then((m) => m.projectorRole(ctx)),
   ingest: (ctx) => import('./ingest.js').then((m) => m.ingestRole(ctx)),
   query: (ctx) => import('./query.js').then((m) => m.queryRole(ctx)),
+  'trace-ingest': (ctx) => import('./trace-ingest.js').then((m) => m.traceIngestRole(ctx)),
 };

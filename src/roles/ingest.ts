@@ -4,6 +4,7 @@ import { billingHealthJobs } from '../jobs/billing-health.js';
 import { IngestConsumer } from '../projections/ingest/consumer.js';
 import type { RequestLoggedHook } from '../projections/ingest/flush.js';
 import { ingestMetrics } from '../projections/ingest/metrics.js';
+import { TraceProjector } from '../projections/traces/projector.js';
 import type { Role, RoleContext, RoleFactory } from './role.js';
 
 export interface IngestRoleHooks {
@@ -34,10 +35,25 @@ export const ingestRoleWith =
     ctx.health.register('ingest', async () => {
       if (consumer.lastError) throw consumer.lastError;
     });
+    // The trace projector (SPEC 4.3, 6): svc.traces.* into the trace tables, beside request ingest.
+    const traces = new TraceProjector({
+      bus: ctx.bus,
+      analytics,
+      onError: (err, context) => ctx.logger.warn({ err, context }, 'trace projector problem'),
+    });
+    ctx.health.register('trace-projector', async () => {
+      if (traces.lastError) throw traces.lastError;
+    });
     return {
       name: 'ingest',
-      start: () => consumer.start(),
-      stop: () => consumer.stop(),
+      start: async () => {
+        await consumer.start();
+        await traces.start();
+      },
+      stop: async () => {
+        await traces.stop();
+        await consumer.stop();
+      },
     };
   };
 

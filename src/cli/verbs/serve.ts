@@ -28,11 +28,12 @@ export const leanHeap = (setting: Config['SVC_HEAP'], roles: readonly RoleName[]
 
 /**
  * Roles that hold whole batches in memory, where the bound cost throughput (those built so far: a
- * role named but not built yet runs nothing). The query role reads
+ * role named but not built yet runs nothing). Trace ingest holds one export per request, as the
+ * gateway holds one body, so it stays lean. The query role reads
  * page by page: measured with `npm start` under load, the serving process (gateway, control plane,
  * auth, query) used 216 MB RSS with V8's heuristics and 156 MB lean.
  */
-const BATCH_ROLES: readonly RoleName[] = ['ingest', 'trace-ingest', 'audit'];
+const BATCH_ROLES: readonly RoleName[] = ['ingest', 'audit'];
 
 /** The roles of this process: a `svc serve` that hands ingest to a data process holds no batches. */
 const ownRoles = (config: Config, roles: readonly RoleName[]): RoleName[] =>
@@ -66,6 +67,10 @@ const banner = (s: RunningService): string => {
       `            then call:    OpenAI SDK with baseURL ${s.httpUrl}/v1`,
     );
   }
+  if (s.roles.includes('trace-ingest'))
+    lines.push(
+      `  traces:   OTLP/HTTP exporters to ${s.httpUrl}/v1/traces with a trace ingest key (POST /api/trace-ingest-keys)`,
+    );
   if (s.secrets.generatedAt)
     lines.push(`  generated a master key and an admin token in ${displayPath(s.secrets.path)} (mode 0600)`);
   lines.push('  stop with Ctrl-C (SIGINT) or SIGTERM');

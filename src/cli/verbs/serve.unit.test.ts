@@ -10,8 +10,8 @@ describe('SVC_HEAP', () => {
     expect(leanHeap('auto', ['gateway'])).toBe(true);
     expect(leanHeap('auto', ['gateway', 'control-plane', 'projector'])).toBe(true);
     expect(leanHeap('auto', ['gateway', 'ingest'])).toBe(false);
-    // The serving process of `npm start`: its ingest runs in the data process; the roles named but
-    // not built yet (trace-ingest, audit) run nothing, so they do not count.
+    // The serving process of `npm start`: its ingest runs in the data process; trace-ingest holds one
+    // export per request, and audit is not built yet (it runs nothing), so neither counts.
     const serving = ROLE_NAMES.filter((r) => r !== 'ingest' && r !== 'projector');
     expect(leanHeap('auto', serving)).toBe(true);
     expect(leanHeap('auto', [...ROLE_NAMES])).toBe(false);

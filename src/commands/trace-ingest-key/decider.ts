@@ -7,12 +7,13 @@ import type { TraceIngestKeyCommand, TraceIngestKeyEvent } from './events.js';
 export interface TraceIngestKey {
   exists: boolean;
   revoked: boolean;
+  tracing: boolean;
 }
 
 export const traceIngestKeyStream = (id: string) => `tracekey-${id}`;
 
 export const traceIngestKeyDecider: Decider<TraceIngestKeyCommand, TraceIngestKeyEvent, TraceIngestKey> = {
-  initialState: () => ({ exists: false, revoked: false }),
+  initialState: () => ({ exists: false, revoked: false, tracing: false }),
   decide: (cmd, s) => {
     if (cmd.type === 'CreateTraceIngestKey') {
       if (s.exists) throw new ServiceError('conflict', 'trace ingest key already exists');
@@ -42,6 +43,10 @@ export const traceIngestKeyDecider: Decider<TraceIngestKeyCommand, TraceIngestKe
         ];
       case 'RevokeTraceIngestKey':
         return [{ type: 'TraceIngestKeyRevoked', data: { revoked_at: cmd.now } }];
+      case 'SetTraceIngestKeyTracing':
+        return cmd.enabled === s.tracing
+          ? []
+          : [{ type: 'TraceIngestKeyTracingSet', data: { enabled: cmd.enabled } }];
       default:
         return assertNever(cmd);
     }
@@ -54,6 +59,8 @@ export const traceIngestKeyDecider: Decider<TraceIngestKeyCommand, TraceIngestKe
         return s;
       case 'TraceIngestKeyRevoked':
         return { ...s, revoked: true };
+      case 'TraceIngestKeyTracingSet':
+        return { ...s, tracing: e.data.enabled };
       default:
         return assertNever(e);
     }

@@ -32,4 +32,27 @@ describe('trace-ingest key', () => {
       }),
     ).toThrow('not found');
   });
+
+  it('sets full payload capture once per change (SPEC 1.10), and not on a revoked key', () => {
+    const tik = given(traceIngestKeyDecider);
+    const born = tik([]).when({
+      type: 'CreateTraceIngestKey',
+      id: 't',
+      projectId: 'p',
+      orgId: 'o',
+      workspaceId: 'w',
+      name: 'n',
+      prefix: 'svc_ti_x',
+      secretHash: 'h',
+    })[0]!;
+    const on = tik([born]).when({ type: 'SetTraceIngestKeyTracing', enabled: true });
+    expect(on).toEqual([{ type: 'TraceIngestKeyTracingSet', data: { enabled: true } }]);
+    expect(tik([born, ...on]).when({ type: 'SetTraceIngestKeyTracing', enabled: true })).toEqual([]);
+    expect(() =>
+      tik([born, { type: 'TraceIngestKeyRevoked', data: { revoked_at: 't' } }]).when({
+        type: 'SetTraceIngestKeyTracing',
+        enabled: true,
+      }),
+    ).toThrow('not found');
+  });
 });

@@ -12,7 +12,9 @@ export type TraceIngestKeyEvent =
       };
     }
   | { type: 'TraceIngestKeyRotated'; data: { prefix: string; secret_hash: string; rotated_at: string } }
-  | { type: 'TraceIngestKeyRevoked'; data: { revoked_at: string } };
+  | { type: 'TraceIngestKeyRevoked'; data: { revoked_at: string } }
+  /** Full payload capture for the spans sent with this key (SPEC 1.10, 2.3). */
+  | { type: 'TraceIngestKeyTracingSet'; data: { enabled: boolean } };
 
 export type TraceIngestKeyCommand =
   | {
@@ -26,4 +28,5 @@ export type TraceIngestKeyCommand =
       secretHash: string;
     }
   | { type: 'RotateTraceIngestKey'; prefix: string; secretHash: string; now: string }
-  | { type: 'RevokeTraceIngestKey'; now: string };
+  | { type: 'RevokeTraceIngestKey'; now: string }
+  | { type: 'SetTraceIngestKeyTracing'; enabled: boolean };

@@ -59,6 +59,11 @@ export const traceIngestKeyCommands = (deps: TraceIngestKeyDeps) => {
       return { id, secret, prefix: secret.slice(0, VISIBLE_PREFIX_LENGTH) };
     },
 
+    async setTraceIngestKeyTracing(actor: Actor, id: string, enabled: boolean) {
+      const key = await deps.directory.requireTraceIngestKey(id);
+      await run(id, key.workspace_id, { type: 'SetTraceIngestKeyTracing', enabled }, actor);
+    },
+
     async revokeTraceIngestKey(actor: Actor, id: string) {
       const key = await deps.directory.requireTraceIngestKey(id);
       await run(id, key.workspace_id, { type: 'RevokeTraceIngestKey', now: now() }, actor);

@@ -38,7 +38,8 @@ import {
  * - funding: byok or wallet; null when no credential was resolved.
  * - session_id, end_user_id: caller-supplied grouping keys, null when absent.
  * - alt_beta: the alt-beta header an alternate-dialect request carried (recorded, SPEC 4.2 rule 8).
- * - trace: whether full tracing was on and which setting turned it on (SPEC 1.10).
+ * - trace: whether full tracing was on and which setting turned it on (SPEC 1.10); and, for a request
+ *   that belongs to a trace, its trace id and the gateway's span id and parent (SPEC 4.3).
  * - tool_summary: declared tool names and call counts by name, never arguments or results.
  * - bodies: present only with full tracing; each side inline up to 256 KB or chunked by reference.
  */
@@ -147,9 +148,19 @@ export const billingSchema = z.discriminatedUnion('status', [
 
 export const TRACE_SOURCES = ['org', 'project', 'api_key', 'header', 'none'] as const;
 
+const hex = (digits: number) => z.string().regex(new RegExp(`^[0-9a-f]{${digits}}$`));
+
 export const traceFlagsSchema = z.object({
   full_tracing: z.boolean(),
   source: z.enum(TRACE_SOURCES),
+  /**
+   * The trace the request belongs to (SPEC 4.3, 6: the gateway's own LLM span), present when the
+   * caller sent a W3C traceparent or a session id: trace_id, the gateway span's own span_id, and
+   * parent_span_id, the caller's span ('' when the trace began at the gateway).
+   */
+  trace_id: hex(32).optional(),
+  span_id: hex(16).optional(),
+  parent_span_id: z.union([hex(16), z.literal('')]).optional(),
 });
 
 export const toolSummarySchema = z.object({

@@ -66,6 +66,7 @@ const ACTIONS: Record<string, string> = {
   TraceIngestKeyCreated: 'trace_ingest_key.created',
   TraceIngestKeyRotated: 'trace_ingest_key.rotated',
   TraceIngestKeyRevoked: 'trace_ingest_key.revoked',
+  TraceIngestKeyTracingSet: 'trace_ingest_key.tracing_set',
   IdentityLinked: 'auth.identity_linked',
   UserSignedIn: 'auth.signed_in',
   RegistrationInviteCreated: 'registration_invite.created',

@@ -254,6 +254,12 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
         e.data.revoked_at,
       ]);
       return;
+    case 'TraceIngestKeyTracingSet':
+      await c.query('UPDATE rm_trace_ingest_keys SET tracing = $2 WHERE trace_ingest_key_id = $1', [
+        id,
+        e.data.enabled,
+      ]);
+      return;
     default: {
       const unknown: never = e;
       throw new Error(`control_plane projection: unhandled event ${(unknown as { type: string }).type}`);

@@ -61,6 +61,8 @@ export interface TraceIngestKeyRow {
   workspace_id: string;
   name: string;
   prefix: string;
+  /** Full payload capture for the spans sent with this key (SPEC 1.10). */
+  tracing: boolean;
   created_at: Date;
   rotated_at: Date | null;
   revoked_at: Date | null;
@@ -76,7 +78,7 @@ const API_KEY_COLUMNS =
 const CONNECTION_COLUMNS =
   'connection_id AS id, workspace_id, org_id, project_id, provider, lane, name, base_url, metadata, created_at';
 const TRACE_KEY_COLUMNS =
-  'trace_ingest_key_id AS id, project_id, org_id, workspace_id, name, prefix, created_at, rotated_at, revoked_at';
+  'trace_ingest_key_id AS id, project_id, org_id, workspace_id, name, prefix, tracing, created_at, rotated_at, revoked_at';
 
 const one = <T>(rows: T[]): T | null => rows[0] ?? null;
 
@@ -273,13 +275,26 @@ export class ControlPlaneReads {
     return rows;
   }
 
-  /** The project a live trace-ingest secret belongs to, or null (revoked, rotated away or unknown). */
+  /**
+   * The project a live trace-ingest secret belongs to, or null (revoked, rotated away or unknown),
+   * with `capture`: full payload capture is on for the key, its project or its organization (SPEC 1.10).
+   */
   async verifyTraceIngestSecret(secret: string) {
     return one(
       (
-        await this.pool.query<{ id: string; project_id: string; org_id: string; workspace_id: string }>(
-          `SELECT trace_ingest_key_id AS id, project_id, org_id, workspace_id FROM rm_trace_ingest_keys
-           WHERE secret_hash = $1 AND revoked_at IS NULL`,
+        await this.pool.query<{
+          id: string;
+          project_id: string;
+          org_id: string;
+          workspace_id: string;
+          capture: boolean;
+        }>(
+          `SELECT k.trace_ingest_key_id AS id, k.project_id, k.org_id, k.workspace_id,
+                  k.tracing OR COALESCE(p.tracing, false) OR COALESCE(o.tracing, false) AS capture
+             FROM rm_trace_ingest_keys k
+             LEFT JOIN rm_projects p ON p.project_id = k.project_id
+             LEFT JOIN rm_orgs o ON o.org_id = k.org_id
+            WHERE k.secret_hash = $1 AND k.revoked_at IS NULL`,
           [hashSecret(secret)],
         )
       ).rows,

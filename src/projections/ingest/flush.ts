@@ -8,6 +8,8 @@ import {
 } from '../../events/envelopes/request-completed.js';
 import type { BodySide } from '../../events/subjects.js';
 import type { ObjectStore } from '../../objects/port.js';
+import { gatewaySpanRecords } from '../traces/gateway-span.js';
+import { traceRows, writeTraceRows } from '../traces/write.js';
 import { auditMessages, emitRequestsLogged } from './audit.js';
 import { type DlqReason, INGEST_TABLES, type IngestMetrics, type IngestTable } from './metrics.js';
 import { buildPack, type Frame, packKey, writePack } from './pack.js';
@@ -254,6 +256,34 @@ export const flushBatch = async (
   }
   for (const [table, n] of counts) metrics.durableWrites.inc({ table }, n);
   lap('readBackMs');
+
+  // The gateway's LLM spans of requests that belong to a trace (SPEC 4.3, 6), once their request
+  // rows are durable: a span seen in a trace tree has its request row to join. Written again on
+  // redelivery, which the trace tables collapse.
+  const traced = live().filter((i) => i.envelope.trace.trace_id !== undefined);
+  if (traced.length > 0) {
+    try {
+      const rows = traceRows(
+        traced.flatMap((i) => gatewaySpanRecords(i.envelope)),
+        stamp.ingestedAt,
+      );
+      await withRetries(
+        deps.retry,
+        () => writeTraceRows(deps.analytics, rows),
+        (err, again) => {
+          metrics.clickhouseErrors.inc({ kind: errorKind(err) });
+          deps.onError(err, `gateway trace spans of ${stamp.batchId}${again ? '; retrying' : ''}`);
+        },
+        isRetryable,
+      );
+    } catch (err) {
+      fail(
+        traced.map((i) => i.envelope.request_id),
+        'insert_exhausted',
+        `gateway trace spans: ${describe(err)}`,
+      );
+    }
+  }
 
   // Audit events, then the settle hook: both only for rows known durable. One batch publish for
   // the flush. A message that cannot be built or that the bus refuses fails its own request only;

@@ -278,6 +278,12 @@ const controlPlaneRoutes = (
     const { p, key } = await traceKeyFor(request);
     return cp.rotateTraceIngestKey(actorOf(p), key.id);
   });
+  app.patch('/api/trace-ingest-keys/:trace_ingest_key_id/tracing', async (request) => {
+    const { p, key } = await traceKeyFor(request);
+    const body = parseBody(enabledBody, request.body);
+    await cp.setTraceIngestKeyTracing(actorOf(p), key.id, body.enabled);
+    return { trace_ingest_key_id: key.id, tracing: body.enabled };
+  });
   app.delete('/api/trace-ingest-keys/:trace_ingest_key_id', async (request) => {
     const { p, key } = await traceKeyFor(request);
     await cp.revokeTraceIngestKey(actorOf(p), key.id);

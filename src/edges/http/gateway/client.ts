@@ -76,6 +76,7 @@ export async function callGateway(
     requestBytes: receivedBytes(request),
     tracingHeader: request.headers['svc-enable-tracing'],
     sessionHeader: request.headers['x-svc-session-id'],
+    traceparentHeader: request.headers.traceparent,
     client: new ReplyClient(reply, requestId),
   });
   return writeAnswer(reply, answer);

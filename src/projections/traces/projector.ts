@@ -1,0 +1,196 @@
+import { AnalyticsError, type AnalyticsStore } from '../../analytics/port.js';
+import { type Bus, type BusMessage, BusUnavailableError, type ConsumerHandle } from '../../events/bus.js';
+import { decodeTraceMessage } from '../../events/envelopes/trace-records.js';
+import type { TraceRecord } from '../../traces/model.js';
+import { DEFAULT_RETRY, type RetryPolicy, withRetries } from '../ingest/retry.js';
+import { traceRows, writeTraceRows } from './write.js';
+
+/**
+ * The trace projector (ARCHITECTURE.md "Storage and the flow of data", SPEC 4.3, 6): a durable
+ * consumer of `svc.traces.>` that writes the records into ClickHouse in batches and acks a message
+ * only once its records are durable. A batch that cannot be written is left for redelivery (the
+ * bus brings it back after ack_wait) and dead-lettered on its last delivery (`insert_exhausted`);
+ * a message that cannot be read, or whose records name another tenant than its subject, is
+ * dead-lettered at once (`invalid_event`), as is one whose rows the store refuses as they are
+ * (`malformed_row`, found by writing a refused batch message by message). Writing the same records twice is harmless (write.ts).
+ */
+
+export const TRACE_PROJECTOR = 'trace-projector';
+
+export interface TraceProjectorOptions {
+  bus: Bus;
+  analytics: AnalyticsStore;
+  consumerName?: string;
+  ackWaitMs?: number;
+  maxDeliveries?: number;
+  /** A batch is written once it holds this many records, or flushIntervalMs after its first. */
+  flushRecords?: number;
+  flushIntervalMs?: number;
+  fetchBatch?: number;
+  retry?: RetryPolicy;
+  onError?: (err: unknown, context: string) => void;
+  /** After each batch is acked: records written and messages settled (metrics, tests). */
+  onFlushed?: (stats: { records: number; messages: number }) => void;
+}
+
+export interface TraceProjectorStats {
+  received: number;
+  written: number;
+  deadLettered: number;
+  flushes: number;
+}
+
+const SUBSCRIBE_RETRY_MS = 2_000;
+
+/** `svc.traces.<org>.<trace>.<id>`: the org and trace tokens. */
+const subjectScope = (subject: string): { org: string; trace: string } | null => {
+  const parts = subject.split('.');
+  if (parts.length !== 5 || parts[0] !== 'svc' || parts[1] !== 'traces') return null;
+  return { org: parts[2]!, trace: parts[3]! };
+};
+
+export class TraceProjector {
+  private handle: ConsumerHandle | null = null;
+  private batch: { message: BusMessage; records: TraceRecord[] }[] = [];
+  private batchRecords = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private resubscribe: NodeJS.Timeout | undefined;
+  private readonly flights = new Set<Promise<void>>();
+  private stopping = false;
+  private readonly o: Required<Omit<TraceProjectorOptions, 'onFlushed'>> &
+    Pick<TraceProjectorOptions, 'onFlushed'>;
+  private readonly counters: TraceProjectorStats = { received: 0, written: 0, deadLettered: 0, flushes: 0 };
+  /** The last write failure; cleared by a write that succeeds. For /healthz. */
+  lastError: unknown = null;
+
+  constructor(options: TraceProjectorOptions) {
+    this.o = {
+      consumerName: TRACE_PROJECTOR,
+      ackWaitMs: 30_000,
+      maxDeliveries: 5,
+      flushRecords: 20_000,
+      flushIntervalMs: 250,
+      fetchBatch: 500,
+      retry: DEFAULT_RETRY,
+      onError: () => {},
+      ...options,
+    };
+  }
+
+  async start(): Promise<void> {
+    if (this.stopping) return;
+    try {
+      this.handle = await this.o.bus.consume(this.o.consumerName, 'svc.traces.>', (m) => this.onMessage(m), {
+        ackWaitMs: this.o.ackWaitMs,
+        maxDeliveries: this.o.maxDeliveries,
+        batchSize: this.o.fetchBatch,
+        maxInFlight: this.o.fetchBatch * 8,
+        dlqReason: 'insert_exhausted',
+        onError: (err) => this.o.onError(err, 'trace consumer'),
+      });
+      this.lastError = null;
+      if (this.stopping) await this.handle.close();
+    } catch (err) {
+      if (!(err instanceof BusUnavailableError)) throw err;
+      this.lastError = err;
+      this.o.onError(err, 'create the trace consumer; retrying');
+      this.resubscribe = setTimeout(() => void this.start(), SUBSCRIBE_RETRY_MS);
+      this.resubscribe.unref();
+    }
+  }
+
+  /** Stops fetching and writes what it holds; what is not acked comes back after ack_wait. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.resubscribe);
+    clearTimeout(this.timer);
+    await this.handle?.close();
+    this.flush();
+    await Promise.allSettled([...this.flights]);
+  }
+
+  stats(): TraceProjectorStats {
+    return { ...this.counters };
+  }
+
+  private async onMessage(m: BusMessage): Promise<void> {
+    this.counters.received++;
+    const scope = subjectScope(m.subject);
+    const decoded = decodeTraceMessage(m.data);
+    const detail = !scope
+      ? `unexpected subject ${m.subject}`
+      : !decoded.ok
+        ? decoded.detail
+        : decoded.message.org_id !== scope.org || decoded.message.trace_id !== scope.trace
+          ? 'the records name another organization or trace than the subject'
+          : null;
+    if (detail !== null || !decoded.ok) {
+      this.o.onError(new Error(detail ?? 'invalid'), `invalid_event: ${m.subject}`);
+      this.counters.deadLettered++;
+      await m.deadLetter('invalid_event');
+      return;
+    }
+    this.batch.push({ message: m, records: decoded.message.records });
+    this.batchRecords += decoded.message.records.length;
+    if (this.batchRecords >= this.o.flushRecords) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), this.o.flushIntervalMs);
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.batch.length === 0) return;
+    const batch = this.batch;
+    this.batch = [];
+    this.batchRecords = 0;
+    const flight = this.write(batch).finally(() => this.flights.delete(flight));
+    this.flights.add(flight);
+  }
+
+  private async write(batch: { message: BusMessage; records: TraceRecord[] }[]): Promise<void> {
+    const rows = traceRows(
+      (function* () {
+        for (const b of batch) yield* b.records;
+      })(),
+      new Date(),
+    );
+    try {
+      await withRetries(
+        this.o.retry,
+        () => writeTraceRows(this.o.analytics, rows),
+        (err, again) => this.o.onError(err, `write trace records${again ? '; retrying' : ''}`),
+        (err) => !(err instanceof AnalyticsError) || err.retryable,
+      );
+    } catch (err) {
+      // The store refused these rows as they are (not a store that is down): each message alone,
+      // so one record cannot keep the rest of the batch out.
+      if (err instanceof AnalyticsError && !err.retryable) {
+        if (batch.length > 1) {
+          for (const one of batch) await this.write([one]);
+          return;
+        }
+        // Alone and refused: the same records can never be written, so redelivery cannot help.
+        this.o.onError(err, `malformed_row: ${batch[0]!.message.subject}`);
+        this.counters.deadLettered++;
+        await batch[0]!.message.deadLetter('malformed_row');
+        return;
+      }
+      this.lastError = err;
+      // Left for redelivery; on the last delivery the bus dead-letters it (dlqReason above).
+      await Promise.allSettled(
+        batch.map((b) => {
+          if (b.message.deliveryCount < this.o.maxDeliveries) return b.message.nak(1_000);
+          this.counters.deadLettered++;
+          return b.message.deadLetter('insert_exhausted');
+        }),
+      );
+      return;
+    }
+    this.lastError = null;
+    this.counters.flushes++;
+    const records = rows.spans.length + rows.events.length + rows.artifacts.length;
+    this.counters.written += records;
+    await Promise.allSettled(batch.map((b) => b.message.ack()));
+    this.o.onFlushed?.({ records, messages: batch.length });
+  }
+}
