@@ -29,6 +29,7 @@ export const COMMAND_MODULES: readonly {
   { names: ['spend-caps'], load: async () => (await import('./spend-caps.js')).registerSpendCapCommands },
   { names: ['wallet', 'ledger'], load: async () => (await import('./wallet.js')).registerWalletCommands },
   { names: ['registration'], load: async () => (await import('./auth.js')).registerAuthCommands },
+  { names: ['traces'], load: async () => (await import('./traces.js')).registerTraceCommands },
 ];
 
 /**

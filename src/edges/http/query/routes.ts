@@ -25,6 +25,7 @@ import {
   scopeOf,
 } from './context.js';
 import { registerFinanceRoutes } from './finance-routes.js';
+import { registerTraceContentRoute, type TraceRouteDeps, traceRoutes } from './trace-routes.js';
 
 const feedbackBody = z.strictObject({
   rating: z.enum(['up', 'down']),
@@ -35,18 +36,26 @@ const feedbackBody = z.strictObject({
 const QUERY_BODY_LIMIT = 32 * 1024;
 
 /**
- * Query HTTP API of SPEC 4.5 (trace routes excepted): every route reads one tenant's rows. The
- * caller (a console session, a personal developer token or the administrator; never a service API
- * key, SPEC 5) is authenticated before the body is read; each route then resolves its scope.
+ * Query HTTP API of SPEC 4.5: every route reads one tenant's rows. The caller (a console session,
+ * a personal developer token or the administrator; never a service API key, SPEC 5) is
+ * authenticated before the body is read; each route then resolves its scope. The trace routes
+ * (trace-routes.ts) are registered when `traces` is given, as the query role does; the signed
+ * artifact content route sits outside the family, its URL's signature being its authorization.
  */
-export const registerQueryRoutes = async (app: FastifyInstance, options: QueryHttpOptions): Promise<void> => {
+export const registerQueryRoutes = async (
+  app: FastifyInstance,
+  options: QueryHttpOptions & { traces?: TraceRouteDeps },
+): Promise<void> => {
   await app.register(async (scope) => {
     const family = authenticatedApiFamily(scope, {
       bodyLimit: QUERY_BODY_LIMIT,
       authenticate: (request) => identify(options, request.headers.authorization),
     });
-    queryRoutes(scope, { ...options, caller: family.caller });
+    const context = { ...options, caller: family.caller };
+    queryRoutes(scope, context);
+    if (options.traces) traceRoutes(scope, context, options.traces);
   });
+  if (options.traces) await registerTraceContentRoute(app, options, options.traces);
 };
 
 const queryRoutes = (app: FastifyInstance, o: QueryRouteContext): void => {
