@@ -48,7 +48,7 @@ export interface Page<T> {
   has_more: boolean;
 }
 
-const page = <T>(data: T[], total: number, limit: number, offset: number): Page<T> => ({
+export const page = <T>(data: T[], total: number, limit: number, offset: number): Page<T> => ({
   data,
   total,
   limit,

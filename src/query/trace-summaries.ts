@@ -1,7 +1,7 @@
 import type { AnalyticsStore } from '../analytics/port.js';
 import { bodyUrls } from './body.js';
 import { tenantWhere } from './filters.js';
-import { findRequest, type Page, type RawRow } from './requests.js';
+import { findRequest, type Page, page, type RawRow } from './requests.js';
 import { parseObject, rfc3339, spansOfRequest, spansSql, type TraceScope, traceTenant } from './traces.js';
 import { int } from './window.js';
 
@@ -20,14 +20,6 @@ export interface TraceSummary {
   request_ids: string[];
   full_trace_available: boolean;
 }
-
-const page = <T>(data: T[], total: number, limit: number, offset: number): Page<T> => ({
-  data,
-  total,
-  limit,
-  offset,
-  has_more: offset + data.length < total,
-});
 
 /**
  * The traces with at least one span in the session, oldest first; each summarized over all its

@@ -11,7 +11,8 @@ import type {
   TraceRecord,
   TraceSpanRecord,
 } from './model.js';
-import { classifyKey, type NormalizedExport, normalizeExport } from './normalize.js';
+import { type NormalizedExport, normalizeExport } from './normalize.js';
+import { classifyKey } from './payload-keys.js';
 
 const ORG = 'org_1';
 const PROJECT = 'proj_1';

@@ -1,8 +1,7 @@
 import { type Bus, BusUnavailableError } from '../../events/bus.js';
 import { traceMessages } from '../../events/envelopes/trace-records.js';
 import type { ObjectStore } from '../../objects/port.js';
-import type { OtlpExport, TraceSource } from '../../traces/model.js';
-import { normalizeExport } from '../../traces/normalize.js';
+import { type NormalizeInput, normalizeExport } from '../../traces/normalize.js';
 import { settleAll } from '../ingest/retry.js';
 
 /**
@@ -27,15 +26,8 @@ export interface IntakeDeps {
   objects: ObjectStore;
 }
 
-export interface IntakeInput {
-  export: OtlpExport;
-  orgId: string;
-  projectId: string;
-  /** Full payload capture is on for this organization or project (SPEC 1.10). */
-  capture: boolean;
-  source: TraceSource;
-  receivedAt: Date;
-}
+/** `capture`: full payload capture is on for the key, its project or its organization (SPEC 1.10). */
+export type IntakeInput = NormalizeInput;
 
 export interface IntakeResult {
   acceptedSpans: number;
@@ -48,14 +40,7 @@ export interface IntakeResult {
 const PAYLOAD_CONCURRENCY = 16;
 
 export const acceptExport = async (deps: IntakeDeps, input: IntakeInput): Promise<IntakeResult> => {
-  const normalized = normalizeExport({
-    export: input.export,
-    orgId: input.orgId,
-    projectId: input.projectId,
-    capture: input.capture,
-    source: input.source,
-    receivedAt: input.receivedAt,
-  });
+  const normalized = normalizeExport(input);
   if (normalized.payloads.length > 0) {
     const stored = await settleAll(normalized.payloads, PAYLOAD_CONCURRENCY, (p) =>
       deps.objects.put(p.orgId, p.objectKey, p.bytes),

@@ -1,9 +1,9 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AnalyticsStore } from '../../../analytics/port.js';
 import type { Pool } from '../../../events/postgres/pool.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ObjectStore } from '../../../objects/port.js';
-import type { LiveSessions } from '../../../query/live.js';
+import type { LiveOpened, LiveSessions } from '../../../query/live.js';
 import { type Caller, type OrgScope, orgScope, type ScopeDeps } from '../../../query/scope.js';
 
 export interface QueryHttpOptions extends ScopeDeps {
@@ -44,3 +44,28 @@ export const scopeOf = async (o: QueryRouteContext, request: FastifyRequest): Pr
 };
 
 export const authorOf = (c: Caller): string => (c.kind === 'admin' ? 'admin' : `user:${c.userId}`);
+
+/**
+ * Answers a live stream that `open` admitted with the event-stream headers (the reply is the raw
+ * stream from then on), or one it refused with 429 and Retry-After (SPEC 7.4: whole seconds, at
+ * least one). A closed client leaves its feed at once; nothing else holds the stream open.
+ */
+export const startLiveStream = (reply: FastifyReply, opened: LiveOpened, what: string): void => {
+  if (!opened.ok) {
+    reply.header('retry-after', '1');
+    throw new ServiceError(
+      'rate_limit_error',
+      `too many ${what} for this ${opened.limit} (at most ${opened.max} at once); close one and retry`,
+    );
+  }
+  const raw = reply.raw;
+  reply.hijack();
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  raw.write(': connected\n\n');
+  raw.on('close', opened.close);
+};

@@ -15,7 +15,7 @@ import { workspaceReport } from '../../../query/report.js';
 import { findRequest } from '../../../query/requests.js';
 import { orgScope, workspaceScope } from '../../../query/scope.js';
 import { parseBoundedWindow, parseClosedMonth } from '../../../query/window.js';
-import { paramOf, type QueryRouteContext, queryOf, scopeOf } from './context.js';
+import { paramOf, type QueryRouteContext, queryOf, scopeOf, startLiveStream } from './context.js';
 
 /** Reports, exports, verified body fetch and the live session stream (SPEC 4.5). */
 export const registerFinanceRoutes = (app: FastifyInstance, o: QueryRouteContext): void => {
@@ -132,23 +132,6 @@ export const registerFinanceRoutes = (app: FastifyInstance, o: QueryRouteContext
       { orgId: s.orgId, projectId: s.projectId, sessionId: paramOf(request, 'session_id') },
       (frame) => raw.write(frame),
     );
-    if (!opened.ok) {
-      // SPEC 7.4: a 429 carries Retry-After in whole seconds, at least one.
-      reply.header('retry-after', '1');
-      throw new ServiceError(
-        'rate_limit_error',
-        `too many live streams for this ${opened.limit} (at most ${opened.max} at once); close one and retry`,
-      );
-    }
-    reply.hijack();
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    raw.write(': connected\n\n');
-    // A closed client leaves the feed at once; nothing else holds the stream open.
-    raw.on('close', opened.close);
+    startLiveStream(reply, opened, 'live streams');
   });
 };

@@ -18,7 +18,14 @@ import {
 import { findArtifact, requestTraceTree, spanDetail, traceTree } from '../../../query/traces.js';
 import { parsePage } from '../../../query/window.js';
 import { publicApiFamily } from '../api-family.js';
-import { paramOf, type QueryHttpOptions, type QueryRouteContext, queryOf, scopeOf } from './context.js';
+import {
+  paramOf,
+  type QueryHttpOptions,
+  type QueryRouteContext,
+  queryOf,
+  scopeOf,
+  startLiveStream,
+} from './context.js';
 
 /** What the trace routes need beyond the query options (the query role passes them). */
 export interface TraceRouteDeps {
@@ -106,23 +113,7 @@ export const traceRoutes = (app: FastifyInstance, o: QueryRouteContext, deps: Tr
       (frame) => raw.write(frame),
       last || undefined,
     );
-    if (!opened.ok) {
-      // SPEC 7.4: a 429 carries Retry-After in whole seconds, at least one.
-      reply.header('retry-after', '1');
-      throw new ServiceError(
-        'rate_limit_error',
-        `too many live trace streams for this ${opened.limit} (at most ${opened.max} at once); close one and retry`,
-      );
-    }
-    reply.hijack();
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    raw.write(': connected\n\n');
-    raw.on('close', opened.close);
+    startLiveStream(reply, opened, 'live trace streams');
   });
 
   app.get('/api/traces/requests/:request_id', async (request) => {
