@@ -6,7 +6,10 @@
 -- (ordered by version), so a copy never shows twice even before a merge, and across partitions.
 -- A span is written pending (no end yet) and again when it ends; `version` puts a complete span
 -- above any pending copy of it (2^48 + ingest milliseconds), later writes above earlier ones.
--- Timestamps keep the nanoseconds OTLP carries. Keys lead with org_id: every read is tenant-scoped.
+-- Timestamps keep the nanoseconds OTLP carries. Keys lead with org_id then project_id: every read is
+-- tenant-scoped, and two projects of one organization sending the same ids keep their own rows.
+-- No partitioning by time: the times are the client's, and an insert block spanning more than a
+-- hundred months would be refused (TOO_MANY_PARTS) with every other tenant's records of its batch.
 -- Every statement is re-runnable (IF NOT EXISTS).
 
 CREATE TABLE IF NOT EXISTS trace_spans (
@@ -45,8 +48,7 @@ CREATE TABLE IF NOT EXISTS trace_spans (
   INDEX trace_spans_session_id session_id TYPE bloom_filter(0.01) GRANULARITY 4,
   INDEX trace_spans_request_id request_id TYPE bloom_filter(0.01) GRANULARITY 4
 ) ENGINE = ReplacingMergeTree(version)
-PARTITION BY toYYYYMM(started_at)
-ORDER BY (org_id, trace_id, span_id);
+ORDER BY (org_id, project_id, trace_id, span_id);
 
 CREATE TABLE IF NOT EXISTS trace_events (
   org_id String,
@@ -64,8 +66,7 @@ CREATE TABLE IF NOT EXISTS trace_events (
   ingested_at DateTime64(3, 'UTC'),
   INDEX trace_events_session_id session_id TYPE bloom_filter(0.01) GRANULARITY 4
 ) ENGINE = ReplacingMergeTree(ingested_at)
-PARTITION BY toYYYYMM(occurred_at)
-ORDER BY (org_id, trace_id, event_id);
+ORDER BY (org_id, project_id, trace_id, event_id);
 
 CREATE TABLE IF NOT EXISTS trace_artifacts (
   org_id String,
@@ -83,4 +84,4 @@ CREATE TABLE IF NOT EXISTS trace_artifacts (
   redaction_metadata_json String,
   ingested_at DateTime64(3, 'UTC')
 ) ENGINE = ReplacingMergeTree(ingested_at)
-ORDER BY (org_id, trace_id, artifact_id);
+ORDER BY (org_id, project_id, trace_id, artifact_id);

@@ -148,6 +148,8 @@ export const configSchema = z.object({
   /** Trace ingest (SPEC 4.3): the body cap of one export (413 above it, compressed or not) and exports taken in at once (429 past it). */
   SVC_TRACE_MAX_BODY_BYTES: positiveInt.default(16 * 1024 * 1024),
   SVC_TRACE_MAX_IN_FLIGHT: positiveInt.default(64),
+  /** Body bytes of the exports taken in at once (429 past it; one export is always let in). */
+  SVC_TRACE_MAX_IN_FLIGHT_BYTES: positiveInt.default(64 * 1024 * 1024),
   SVC_BILLING_QUARANTINE_MIN_FAILURES: positiveInt.default(10),
   SVC_BILLING_QUARANTINE_MIN_RATIO_BPS: nonNegativeInt.max(10_000).default(100),
   SVC_BILLING_QUARANTINE_WINDOW_MINUTES: positiveInt.default(60),

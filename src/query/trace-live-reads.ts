@@ -37,7 +37,12 @@ export interface Keyset {
 }
 
 const KINDS = {
-  trace: { table: 'trace_events', columns: EVENT_COLUMNS, id: 'event_id', by: 'trace_id, event_id' },
+  trace: {
+    table: 'trace_events',
+    columns: EVENT_COLUMNS,
+    id: 'event_id',
+    by: 'project_id, trace_id, event_id',
+  },
   request: { table: 'requests', columns: REQUEST_COLUMNS, id: 'request_id', by: 'request_id' },
 } as const;
 

@@ -44,7 +44,7 @@ export const sessionTraces = async (
        FROM (
          SELECT trace_id, span_id, parent_span_id, span_name, started_at, ended_at, request_id, payload_state, version
          FROM trace_spans WHERE ${t.sql} AND trace_id IN (${inSession})
-         ORDER BY version DESC LIMIT 1 BY trace_id, span_id)
+         ORDER BY version DESC LIMIT 1 BY project_id, trace_id, span_id)
        GROUP BY trace_id
        ORDER BY first_start, trace_id LIMIT {limit:UInt32} OFFSET {offset:UInt64}`,
       { ...params, limit: q.limit, offset: q.offset },
@@ -58,7 +58,7 @@ export const sessionTraces = async (
       `SELECT DISTINCT trace_id FROM (
          SELECT trace_id, artifact_id, payload_state, ingested_at FROM trace_artifacts
          WHERE ${t.sql} AND trace_id IN {trace_ids:Array(String)}
-         ORDER BY ingested_at DESC LIMIT 1 BY trace_id, artifact_id)
+         ORDER BY ingested_at DESC LIMIT 1 BY project_id, trace_id, artifact_id)
        WHERE payload_state = 'full'`,
       { ...t.params, trace_ids: ids },
     );
@@ -197,7 +197,7 @@ export const toolTrace = async (a: AnalyticsStore, s: TraceScope, requestId: str
            SELECT artifact_id, span_id, kind, payload_state, ingested_at FROM trace_artifacts
            WHERE ${t.sql} AND trace_id = {trace_id:String}
              AND span_id IN (SELECT span_id FROM trace_spans WHERE ${where})
-           ORDER BY ingested_at DESC LIMIT 1 BY artifact_id)
+           ORDER BY ingested_at DESC LIMIT 1 BY project_id, trace_id, artifact_id)
          ORDER BY span_id, kind, artifact_id`,
         params,
       ),

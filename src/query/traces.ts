@@ -63,19 +63,19 @@ export const traceTenant = (s: TraceScope): { sql: string; params: QueryParams }
 export const spansSql = (where: string, limit = 'LIMIT {limit:UInt32}') =>
   `SELECT ${SPAN_COLUMNS} FROM (
      SELECT ${SPAN_COLUMNS}, version FROM trace_spans WHERE ${where}
-     ORDER BY version DESC LIMIT 1 BY trace_id, span_id)
+     ORDER BY version DESC LIMIT 1 BY project_id, trace_id, span_id)
    ORDER BY started_at, span_id ${limit}`;
 
 const eventsSql = (where: string) =>
   `SELECT ${EVENT_COLUMNS} FROM (
      SELECT ${EVENT_COLUMNS}, ingested_at FROM trace_events WHERE ${where}
-     ORDER BY ingested_at DESC LIMIT 1 BY trace_id, event_id)
+     ORDER BY ingested_at DESC LIMIT 1 BY project_id, trace_id, event_id)
    ORDER BY occurred_at, event_id LIMIT ${MAX_TREE_EVENTS}`;
 
 const artifactsSql = (where: string) =>
   `SELECT ${ARTIFACT_COLUMNS} FROM (
      SELECT ${ARTIFACT_COLUMNS}, ingested_at FROM trace_artifacts WHERE ${where}
-     ORDER BY ingested_at DESC LIMIT 1 BY trace_id, artifact_id)
+     ORDER BY ingested_at DESC LIMIT 1 BY project_id, trace_id, artifact_id)
    ORDER BY span_id, kind, artifact_id`;
 
 /** The engine's `YYYY-MM-DD hh:mm:ss.fffffffff` UTC text as RFC 3339. */
@@ -148,6 +148,9 @@ export const shapeArtifact = (r: RawRow): RawRow => {
   return { ...rest, byte_count: int(r.byte_count), redaction_metadata: parseObject(redaction_metadata_json) };
 };
 
+const sameProject = (row: RawRow | undefined, projectId: unknown): RawRow | null =>
+  row !== undefined && row.project_id === projectId ? row : null;
+
 /** Request metadata by request id, one row per id (FINAL, then the latest copy), in the tenant. */
 export const requestMetadata = async (
   a: AnalyticsStore,
@@ -190,7 +193,7 @@ const assemble = async (
   const bySpan = <T extends RawRow>(rows: T[]) => {
     const m = new Map<string, T[]>();
     for (const r of rows) {
-      const k = String(r.span_id);
+      const k = `${String(r.project_id)}\u0000${String(r.span_id)}`;
       m.set(k, [...(m.get(k) ?? []), r]);
     }
     return m;
@@ -199,9 +202,11 @@ const assemble = async (
   const artifacts = bySpan(artifactRows.map(shapeArtifact));
   return spans.map((span) => ({
     ...span,
-    events: events.get(span.span_id) ?? [],
-    artifacts: artifacts.get(span.span_id) ?? [],
-    request: span.request_id ? (requests.get(span.request_id) ?? null) : null,
+    // A span's own project's records only: two projects may send the same ids.
+    events: events.get(`${span.project_id}\u0000${span.span_id}`) ?? [],
+    artifacts: artifacts.get(`${span.project_id}\u0000${span.span_id}`) ?? [],
+    // Only a request of the span's own project: a span of another project cannot claim it.
+    request: span.request_id ? sameProject(requests.get(span.request_id), span.project_id) : null,
   }));
 };
 
@@ -303,7 +308,10 @@ export const spansOfRequest = async (
     `SELECT trace_id, span_id, request_id, openinference_span_kind, source, started_at FROM (
        SELECT trace_id, span_id, request_id, openinference_span_kind, source, started_at, version FROM trace_spans
        WHERE ${t.sql} AND request_id IN {request_ids:Array(String)}
-       ORDER BY version DESC LIMIT 1 BY trace_id, span_id)
+         -- A span names a request of its own project only; another project's span cannot claim it.
+         AND (project_id, request_id) IN (
+           SELECT project_id, request_id FROM requests WHERE ${t.sql} AND request_id IN {request_ids:Array(String)})
+       ORDER BY version DESC LIMIT 1 BY project_id, trace_id, span_id)
      ORDER BY request_id, openinference_span_kind = 'LLM' DESC, source = 'gateway' DESC, started_at, span_id
      LIMIT {limit:UInt32}`,
     { ...t.params, request_ids: [...new Set(requestIds)], limit },

@@ -41,6 +41,7 @@ export const traceIngestRole = (ctx: RoleContext): Role => {
           ),
         maxBodyBytes: ctx.config.SVC_TRACE_MAX_BODY_BYTES,
         maxInFlight: ctx.config.SVC_TRACE_MAX_IN_FLIGHT,
+        maxInFlightBytes: ctx.config.SVC_TRACE_MAX_IN_FLIGHT_BYTES,
         onAccepted: (r) => {
           spans.inc({ result: 'accepted' }, r.acceptedSpans);
           if (r.rejectedSpans > 0) spans.inc({ result: 'rejected' }, r.rejectedSpans);

@@ -29,8 +29,9 @@ import {
 import {
   classifyKey,
   MESSAGE_EVENT_METADATA,
-  MESSAGE_EVENTS,
   messageClass,
+  messageEventKind,
+  nestedPayloadClass,
   type PayloadClass,
 } from './payload-keys.js';
 
@@ -61,7 +62,8 @@ const MAX_VALUE_DEPTH = 64;
 /** Nodes walked per value: a value that shares sub-values could otherwise expand exponentially. */
 const MAX_VALUE_NODES = 1_000_000;
 /** OTLP times are fixed64 nanoseconds. */
-const MAX_TIME = 1n << 64n;
+// DateTime64(9) holds instants up to 2^63 - 1 ns after the epoch (2262-04-11): a later one could not be stored.
+const MAX_TIME = 1n << 63n;
 const NS_PER_S = 1_000_000_000n;
 
 // --- Values ---------------------------------------------------------------------------------
@@ -150,8 +152,14 @@ const filterAttributes = (attrs: Attributes, messageKind: ArtifactKind | undefin
   for (const key of Object.keys(attrs)) {
     const value = attrs[key] as AttributeValue;
     let c = classifyKey(key);
-    if (c === null && messageKind !== undefined && !MESSAGE_EVENT_METADATA.has(key))
+    // In a message event the message's own side decides, but tool arguments and media keep theirs.
+    if (
+      messageKind !== undefined &&
+      !MESSAGE_EVENT_METADATA.has(key) &&
+      (c === null || c.kind === 'input' || c.kind === 'output')
+    )
       c = messageClass(messageKind, key);
+    if (c === null && typeof value === 'object' && value !== null) c = nestedPayloadClass(key, value);
     if (c !== null) {
       groups ??= new Map();
       const id = `${c.kind}\u0000${c.base}`;
@@ -369,7 +377,7 @@ const emitArtifacts = (
   const { orgId, projectId, capture } = cx.input;
   let first = '';
   for (const { cls: c, keys, values } of groups.values()) {
-    const artifactId = stableId([orgId, cx.traceId, cx.spanId, c.kind, c.base, where]);
+    const artifactId = stableId([orgId, projectId, cx.traceId, cx.spanId, c.kind, c.base, where]);
     if (first === '') first = artifactId;
     let text: string;
     let isJson = true;
@@ -397,7 +405,9 @@ const emitArtifacts = (
       const bytes = Buffer.from(text, 'utf8');
       byteCount = bytes.length;
       digest = blake3Hex(bytes);
-      objectKey = `traces/${cx.traceId}/${cx.spanId}/${artifactId}`;
+      // Named by project and content: another project's span of the same ids, or the same span
+      // exported twice with other bytes, never overwrites what a stored ref points at.
+      objectKey = `traces/${projectId}/${cx.traceId}/${cx.spanId}/${artifactId}.${digest.slice(0, 16)}`;
       cx.payloads.push({ orgId, objectKey, bytes });
     } else byteCount = Buffer.byteLength(text, 'utf8');
     cx.artifacts.push({
@@ -463,7 +473,7 @@ const normalizeSpan = (
 
   const lifecycle = (name: string, key: string, at: string, attributesJson: string): TraceEventRecord => ({
     record: 'event',
-    event_id: stableId([orgId, traceId, spanId, key]),
+    event_id: stableId([orgId, projectId, traceId, spanId, key]),
     ...scope,
     session_id: sessionId,
     event_name: name,
@@ -480,12 +490,12 @@ const normalizeSpan = (
     const name = capped(ev.name);
     const evAttrs: Attributes = ev.attributes ?? {};
     const t = nanos(ev.timeUnixNano);
-    const f = filterAttributes(evAttrs, MESSAGE_EVENTS.get(name));
+    const f = filterAttributes(evAttrs, messageEventKind(name));
     const artifactRef = emitArtifacts(cx, evAttrs, f.groups, i);
     const level = firstString(f.kept, LEVEL_KEYS) ?? (name === 'exception' ? 'error' : '');
     events.push({
       record: 'event',
-      event_id: stableId([orgId, traceId, spanId, i, name, t.toString()]),
+      event_id: stableId([orgId, projectId, traceId, spanId, i, name, t.toString()]),
       ...scope,
       session_id: sessionId,
       event_name: name === '' ? 'trace.event' : name,

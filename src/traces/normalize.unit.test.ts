@@ -360,6 +360,72 @@ describe('SPEC 2.1-2.3: an OpenInference agent tree (AGENT > CHAIN > LLM, TOOL, 
     ).toEqual(['audio', 'image']);
   });
 
+  it("finds payload under other spellings, nested in structured values, and under other instrumentations' names", () => {
+    const secret = 'zz-private-text';
+    const n = run(
+      exportOf([
+        span(AGENT, {
+          attributes: {
+            'INPUT.VALUE': `a ${secret}`,
+            ' input.value': `b ${secret}`,
+            'input.value\u0000': `c ${secret}`,
+            'ｉnput.value': `d ${secret}`,
+            input: { value: `e ${secret}` },
+            metadata: { 'input.value': `f ${secret}`, note: 'kept?' },
+            llm: { input_messages: [{ message: { content: `g ${secret}` } }] },
+            'ai.prompt.messages': `h ${secret}`,
+            'ai.toolCall.args': `i ${secret}`,
+            'traceloop.entity.output': `j ${secret}`,
+            'mlflow.spanInputs': `k ${secret}`,
+            'llm.prompt_template.template': `l ${secret}`,
+            prompt: `m ${secret}`,
+            'input.mime_type': 'text/plain',
+            'service.tier': 'kept',
+          },
+          events: [
+            { timeUnixNano: 0n, name: 'GEN_AI.USER.MESSAGE ', attributes: { content: `n ${secret}` } },
+          ],
+        }),
+      ]),
+    );
+    expect(JSON.stringify(all(n))).not.toContain(secret);
+    const attrs = attrsOf(spanById(n, AGENT));
+    expect(attrs['service.tier']).toBe('kept');
+    expect(attrs['input.mime_type']).toBe('text/plain');
+    expect(artifacts(n).length).toBeGreaterThanOrEqual(14);
+  });
+
+  it('refuses a span whose times a DateTime64(9) cannot hold (after 2262-04-11), counted', () => {
+    const n = run(
+      exportOf([span(AGENT, { startTimeUnixNano: 1n << 63n, endTimeUnixNano: (1n << 63n) + 1n })]),
+    );
+    expect(n.rejectedSpans).toBe(1);
+    expect(n.acceptedSpans).toBe(0);
+  });
+
+  it('gives another project of the organization other artifact and event ids for the same span', () => {
+    const exp = exportOf([span(AGENT, { attributes: { 'input.value': 'x' } })]);
+    const a = normalizeExport({
+      export: exp,
+      orgId: ORG,
+      projectId: 'p_a',
+      capture: true,
+      source: 'trace-ingest',
+      receivedAt: new Date(),
+    });
+    const b = normalizeExport({
+      export: exp,
+      orgId: ORG,
+      projectId: 'p_b',
+      capture: true,
+      source: 'trace-ingest',
+      receivedAt: new Date(),
+    });
+    expect(artifacts(a)[0]!.artifact_id).not.toBe(artifacts(b)[0]!.artifact_id);
+    expect(a.payloads[0]!.objectKey).not.toBe(b.payloads[0]!.objectKey);
+    expect(events(a)[0]!.event_id).not.toBe(events(b)[0]!.event_id);
+  });
+
   it('keeps convention metadata, the tool schema and the exception text in the attributes', () => {
     const n = run(openInferenceTree());
     expect(attrsOf(spanById(n, TOOL))).toMatchObject({
@@ -397,7 +463,9 @@ describe('SPEC 2.1-2.3: an OpenInference agent tree (AGENT > CHAIN > LLM, TOOL, 
     for (const a of arts) {
       const p = n.payloads.find((x) => x.objectKey === a.object_key)!;
       expect(p.orgId).toBe(ORG);
-      expect(a.object_key).toBe(`traces/${a.trace_id}/${a.span_id}/${a.artifact_id}`);
+      expect(a.object_key).toBe(
+        `traces/${PROJECT}/${a.trace_id}/${a.span_id}/${a.artifact_id}.${a.blake3_hash.slice(0, 16)}`,
+      );
       expect(a.blake3_hash).toBe(blake3Hex(p.bytes));
       expect(a.byte_count).toBe(p.bytes.length);
       expect(a).toMatchObject({ payload_state: 'full', compression: 'none' });

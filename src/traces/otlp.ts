@@ -7,7 +7,7 @@
  * Protobuf field numbers are those of opentelemetry/proto (common/v1, resource/v1, trace/v1,
  * collector/trace/v1) and google/rpc/status.proto.
  */
-export { OtlpDecodeError } from './otlp/common.js';
+export { MAX_SPANS, OtlpDecodeError, OtlpLimitError } from './otlp/common.js';
 export { decodeOtlpJson } from './otlp/json.js';
 export { decodeOtlpProtobuf } from './otlp/protobuf.js';
 export {

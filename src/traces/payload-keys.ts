@@ -61,6 +61,27 @@ for (const raw of ['llm.raw_request', 'llm.raw_response', 'raw_request', 'raw_re
   stem('raw_provider_payload', raw);
 stem('raw_provider_payload', 'http.request.body');
 stem('raw_provider_payload', 'http.response.body');
+// Other instrumentations' names (compared lowercased): OpenInference's bare message and template,
+// the Vercel AI SDK, Traceloop/OpenLLMetry, MLflow, Langfuse, and bare prompt/completion/input/output.
+stem('input', 'llm.prompt_template.template');
+stem('input', 'message.content');
+stem('input', 'prompt');
+stem('input', 'input');
+stem('input', 'traceloop.entity.input');
+stem('input', 'mlflow.spaninputs');
+stem('input', 'langfuse.observation.input');
+glob('input', 'ai.prompt');
+stem('output', 'completion');
+stem('output', 'output');
+stem('output', 'traceloop.entity.output');
+stem('output', 'mlflow.spanoutputs');
+stem('output', 'langfuse.observation.output');
+stem('output', 'ai.response.text');
+stem('output', 'ai.response.object');
+stem('output', 'ai.response.reasoning');
+stem('tool_arguments', 'ai.toolcall.args');
+stem('tool_arguments', 'ai.response.toolcalls');
+stem('tool_result', 'ai.toolcall.result');
 
 const EMBEDDING_TEXTS = cls('input', 'embedding.embeddings');
 
@@ -74,6 +95,29 @@ const MEDIA_CONTENT =
  * under, so an image or a call's arguments inside a message is its own artifact of its own kind.
  */
 export const classifyKey = (key: string): PayloadClass | null => {
+  // The names are compared in one spelling: `INPUT.VALUE`, ` input.value`, `input.value\0` or a
+  // fullwidth `ｉ` name the same attribute to whoever reads it, so they are payload too.
+  if (!PLAIN_KEY.test(key)) {
+    const canonical = canonicalKey(key);
+    if (canonical !== key) {
+      const c = classifyPlain(canonical);
+      // The artifact keeps the name as sent, so two spellings stay two attributes.
+      return c === null ? null : cls(c.kind, c.base === canonical ? key : c.base);
+    }
+  }
+  return classifyPlain(key);
+};
+
+const PLAIN_KEY = /^[a-z0-9._]*$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
+const INVISIBLE = /[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202f\u2060-\u206f\ufeff]/g;
+/** NFKC folds fullwidth and compatibility letters; then lowercase, without spaces and controls. */
+export const canonicalKey = (key: string): string =>
+  key.normalize('NFKC').toLowerCase().replace(INVISIBLE, '');
+
+const classifyPlain = (key: string): PayloadClass | null => {
+  // `input.mime_type` and the like describe a payload; they are not one.
+  if (key.endsWith('.mime_type')) return null;
   if (key.endsWith('tool_call.function.arguments')) return cls('tool_arguments', key);
   // Media content only: an operational attribute such as container.image.name is no payload.
   if (key.includes('image') && (key.includes('message_content.image') || MEDIA_CONTENT.test(key)))
@@ -95,6 +139,9 @@ export const classifyKey = (key: string): PayloadClass | null => {
 };
 
 /** GenAI message events: every attribute but these is the message itself. */
+export const messageEventKind = (name: string): ArtifactKind | undefined =>
+  MESSAGE_EVENTS.get(name) ?? MESSAGE_EVENTS.get(canonicalKey(name));
+
 export const MESSAGE_EVENTS = new Map<string, ArtifactKind>([
   ['gen_ai.user.message', 'input'],
   ['gen_ai.system.message', 'input'],
@@ -117,4 +164,41 @@ const INDEX_SEGMENT = /\.\d+(?:\.|$)/;
 export const messageClass = (kind: ArtifactKind, key: string): PayloadClass => {
   const m = INDEX_SEGMENT.exec(key);
   return cls(kind, m !== null && m.index > 0 ? key.slice(0, m.index) : key);
+};
+
+/** Nodes of a structured value looked through for payload names before it counts as payload whole. */
+const NESTED_BUDGET = 10_000;
+
+/**
+ * The payload class of a structured value under a key that is not payload by itself: a key-value
+ * list or array holding a payload name at any depth (`input: {value: …}`, `metadata: {input.value:
+ * …}`, `llm: {input_messages: […]}`) makes the whole attribute payload, since its keys nest the
+ * same names the flattened conventions spell with dots. A value too large to look through whole is
+ * taken as payload (raw_provider_payload) rather than kept unread.
+ */
+export const nestedPayloadClass = (key: string, value: unknown): PayloadClass | null => {
+  let budget = NESTED_BUDGET;
+  const walk = (path: string, v: unknown, depth: number): ArtifactKind | null => {
+    if (typeof v !== 'object' || v === null) return null;
+    // Past the depth attributes_json keeps (64), nothing survives to be read.
+    if (depth > 64) return null;
+    if (--budget < 0) return 'raw_provider_payload';
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const k = walk(`${path}.${i}`, v[i], depth + 1);
+        if (k !== null) return k;
+      }
+      return null;
+    }
+    for (const sub of Object.keys(v)) {
+      const inner = `${path}.${sub}`;
+      const c = classifyKey(inner) ?? classifyKey(sub);
+      if (c !== null) return c.kind;
+      const k = walk(inner, (v as Record<string, unknown>)[sub], depth + 1);
+      if (k !== null) return k;
+    }
+    return null;
+  };
+  const kind = walk(key, value, 0);
+  return kind === null ? null : cls(kind, key);
 };

@@ -288,6 +288,64 @@ describe('SPEC 4.3 trace ingest with the real OpenTelemetry exporters', () => {
     expect(spans[0]!.artifacts[0]).toMatchObject({ kind: 'input', payload_state: 'full' });
   });
 
+  it('two projects of one organization sending the same ids keep their own spans and payloads', async () => {
+    const created = await fetch(`${gw.serve.httpUrl}/api/projects`, {
+      method: 'POST',
+      headers: admin(),
+      body: JSON.stringify({ org_id: gw.boot.org_id, name: 'Second Project' }),
+    });
+    expect(created.status).toBe(201);
+    const second = ((await created.json()) as { project_id: string }).project_id;
+    const [keyA, keyB] = [await traceKeyFor(gw.boot.project_id), await traceKeyFor(second)];
+    await setProjectTracing(gw.boot.project_id, true);
+    await setProjectTracing(second, true);
+    try {
+      const traceId = 'c'.repeat(32);
+      const exportOf = (name: string, input: string) =>
+        JSON.stringify({
+          resourceSpans: [
+            {
+              scopeSpans: [
+                {
+                  spans: [
+                    {
+                      traceId,
+                      spanId: 'd'.repeat(16),
+                      name,
+                      kind: 1,
+                      startTimeUnixNano: '1700000000000000000',
+                      endTimeUnixNano: '1700000001000000000',
+                      attributes: [{ key: 'input.value', value: { stringValue: input } }],
+                    },
+                  ],
+                },
+              ],
+            },
+          ],
+        });
+      const send = (key: string, body: string) =>
+        fetch(`${gw.serve.httpUrl}/v1/traces`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body,
+        });
+      expect((await send(keyA, exportOf('project-a', 'PROJECT_A_PAYLOAD'))).status).toBe(200);
+      expect((await send(keyB, exportOf('project-b', 'PROJECT_B_OVERWRITE'))).status).toBe(200);
+      const { spans } = await treeOf(gw.boot.org_id, traceId, 2);
+      expect(spans.map((s) => s.span_name).sort()).toEqual(['project-a', 'project-b']);
+      const a = spans.find((s) => s.span_name === 'project-a')!;
+      const meta = await fetch(
+        `${gw.serve.httpUrl}/api/traces/${traceId}/artifacts/${a.artifacts[0]!.artifact_id}?org_id=${gw.boot.org_id}`,
+        { headers: admin() },
+      );
+      const { url } = (await meta.json()) as { url: string };
+      expect(await (await fetch(new URL(url, gw.serve.httpUrl))).text()).toBe('PROJECT_A_PAYLOAD');
+    } finally {
+      await setProjectTracing(gw.boot.project_id, false);
+      await setProjectTracing(second, false);
+    }
+  });
+
   it('answers as OTLP/HTTP says: 401, 415, 400 with a Status, 413 over the cap, partial_success for refused spans', async () => {
     const key = await traceKeyFor(gw.boot.project_id);
     const post = (body: string | Uint8Array, headers: Record<string, string>) =>

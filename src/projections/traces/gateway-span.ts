@@ -55,7 +55,7 @@ export const gatewaySpanRecords = (e: RequestCompleted): TraceRecord[] => {
     const stored = full && ref !== undefined;
     return {
       record: 'artifact',
-      artifact_id: stableId(e.org_id, traceId, spanId, 'gateway', side),
+      artifact_id: stableId(e.org_id, e.project_id, traceId, spanId, 'gateway', side),
       ...base,
       kind,
       object_key: stored ? `request:${e.request_id}:${side}` : '',
@@ -138,7 +138,7 @@ export const gatewaySpanRecords = (e: RequestCompleted): TraceRecord[] => {
     key: string,
   ): TraceEventRecord => ({
     record: 'event',
-    event_id: stableId(e.org_id, traceId, spanId, key),
+    event_id: stableId(e.org_id, e.project_id, traceId, spanId, key),
     ...base,
     session_id: sessionId,
     event_name: name,

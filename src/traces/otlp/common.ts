@@ -5,6 +5,15 @@ export class OtlpDecodeError extends Error {
   override readonly name = 'OtlpDecodeError';
 }
 
+/**
+ * An export past a size bound (more spans than MAX_SPANS): refused whole, before it costs the memory
+ * of every span it names (a few bytes of protobuf or JSON each). OTLP/HTTP answers it with 413.
+ */
+export class OtlpLimitError extends OtlpDecodeError {}
+
+/** Spans one export may hold; BatchSpanProcessor sends 512, a collector's batch some thousands. */
+export const MAX_SPANS = 65_536;
+
 /** Array and key-value-list values nest; past this many enclosing messages the input is refused. */
 export const MAX_DEPTH = 64;
 

@@ -7,7 +7,10 @@ import type {
   OtlpScopeSpans,
   OtlpSpan,
 } from '../model.js';
-import { MAX_DEPTH, OtlpDecodeError, setKey } from './common.js';
+import { MAX_DEPTH, MAX_SPANS, OtlpDecodeError, OtlpLimitError, setKey } from './common.js';
+
+// Spans read by the running decode (synchronous, so module state is safe), against MAX_SPANS.
+let spansRead = 0;
 
 // OTLP/JSON: https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding. Ids are hex (not the
 // base64 of the generic proto3 mapping), enums integers or names, int64 decimal strings or numbers.
@@ -233,7 +236,10 @@ const jsonScopeSpans = (v: unknown, path: string): OtlpScopeSpans => {
       version: jsonString(scope, at, 'version'),
       attributes: jsonAttributes(scope, at, 'attributes', undefined, 3),
     },
-    spans: jsonArray(o, path, 'spans').map((x, n) => jsonSpan(x, `${path}.spans[${n}]`)),
+    spans: jsonArray(o, path, 'spans').map((x, n) => {
+      if (++spansRead > MAX_SPANS) throw new OtlpLimitError(`more than ${MAX_SPANS} spans in one export`);
+      return jsonSpan(x, `${path}.spans[${n}]`);
+    }),
   };
 };
 
@@ -250,6 +256,7 @@ const jsonResourceSpans = (v: unknown, path: string): OtlpResourceSpans => {
 
 /** Decodes an OTLP/JSON ExportTraceServiceRequest. Throws OtlpDecodeError naming the offending path. */
 export const decodeOtlpJson = (text: string): OtlpExport => {
+  spansRead = 0;
   let root: unknown;
   try {
     // A UTF-8 byte order mark is not JSON, but some clients send one.

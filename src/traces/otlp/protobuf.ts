@@ -16,7 +16,17 @@ import type {
   OtlpSpanEvent,
   OtlpSpanLink,
 } from '../model.js';
-import { I32, I64, LEN, MAX_DEPTH, OtlpDecodeError, setKey, VARINT } from './common.js';
+import {
+  I32,
+  I64,
+  LEN,
+  MAX_DEPTH,
+  MAX_SPANS,
+  OtlpDecodeError,
+  OtlpLimitError,
+  setKey,
+  VARINT,
+} from './common.js';
 
 /** The input being read. `end` arguments below are the end of the enclosing message. */
 interface Reader {
@@ -25,6 +35,8 @@ interface Reader {
   node: Buffer;
   view: DataView;
   pos: number;
+  /** Spans read so far, against MAX_SPANS. */
+  spans: number;
 }
 
 // The last varint read, as two unsigned 32-bit halves: module state instead of an allocation per
@@ -373,8 +385,10 @@ const decodeScopeSpans = (r: Reader, end: number, depth: number): OtlpScopeSpans
   while (r.pos < end) {
     const tag = readTag(r, end);
     if (tag === ((1 << 3) | LEN)) decodeScope(r, readLength(r, end), depth + 1, out.scope);
-    else if (tag === ((2 << 3) | LEN)) out.spans.push(decodeSpan(r, readLength(r, end), depth + 1));
-    else skipField(r, tag, end);
+    else if (tag === ((2 << 3) | LEN)) {
+      if (++r.spans > MAX_SPANS) throw new OtlpLimitError(`more than ${MAX_SPANS} spans in one export`);
+      out.spans.push(decodeSpan(r, readLength(r, end), depth + 1));
+    } else skipField(r, tag, end);
   }
   return out;
 };
@@ -403,6 +417,7 @@ export const decodeOtlpProtobuf = (bytes: Uint8Array): OtlpExport => {
     node: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
     view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
     pos: 0,
+    spans: 0,
   };
   const end = bytes.length;
   const resourceSpans: OtlpResourceSpans[] = [];

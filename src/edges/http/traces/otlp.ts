@@ -9,6 +9,7 @@ import {
   encodeStatusProtobuf,
   exportResponseJson,
   OtlpDecodeError,
+  OtlpLimitError,
   statusJson,
 } from '../../../traces/otlp.js';
 
@@ -38,6 +39,11 @@ export interface OtlpRouteDeps {
   maxBodyBytes: number;
   /** Exports being taken in at once; one more is answered 429. */
   maxInFlight: number;
+  /**
+   * Body bytes being taken in at once, so a burst of large exports cannot exhaust the memory of the
+   * process that also serves the gateway; one more is answered 429 (one export is always let in).
+   */
+  maxInFlightBytes: number;
   onAccepted?(result: IntakeResult): void;
   onError?(err: unknown): void;
 }
@@ -111,6 +117,7 @@ export const registerOtlpTraceRoute = async (app: FastifyInstance, deps: OtlpRou
     return identity;
   };
   let inFlight = 0;
+  let inFlightBytes = 0;
 
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -138,28 +145,51 @@ export const registerOtlpTraceRoute = async (app: FastifyInstance, deps: OtlpRou
       return sendStatus(request, reply, new OtlpHttpError(500, GRPC.internal, 'the trace intake failed'));
     });
 
+    /**
+     * The key, then the load, before the body is read: a refused exporter costs no upload. The load
+     * is counted from here until the answer is sent or the connection closes, so a body being read
+     * counts as much as one being decoded (each at its Content-Length, or the cap without one).
+     */
+    const admit = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const secret = secretOf(request);
+      if (secret === null)
+        throw new OtlpHttpError(
+          401,
+          GRPC.unauthenticated,
+          'a trace ingest key is required (Authorization: Bearer <key>)',
+        );
+      let identity: TraceKeyIdentity | null;
+      try {
+        identity = await verify(secret);
+      } catch (err) {
+        // The keys' database is away: a retryable answer, so the exporter keeps its spans.
+        deps.onError?.(err);
+        throw new OtlpHttpError(
+          503,
+          GRPC.unavailable,
+          'the trace ingest key cannot be checked now; retry later',
+          5,
+        );
+      }
+      if (!identity) throw new OtlpHttpError(401, GRPC.unauthenticated, 'the trace ingest key is not valid');
+      (request as FastifyRequest & { traceKey?: TraceKeyIdentity }).traceKey = identity;
+      const declared = Number(request.headers['content-length']);
+      const bytes =
+        Number.isSafeInteger(declared) && declared >= 0
+          ? Math.min(declared, deps.maxBodyBytes)
+          : deps.maxBodyBytes;
+      if (inFlight >= deps.maxInFlight || (inFlight > 0 && inFlightBytes + bytes > deps.maxInFlightBytes))
+        throw new OtlpHttpError(429, GRPC.resourceExhausted, 'the trace intake is saturated; retry later', 1);
+      inFlight++;
+      inFlightBytes += bytes;
+      reply.raw.once('close', () => {
+        inFlight--;
+        inFlightBytes -= bytes;
+      });
+    };
+
     scope.post('/v1/traces', {
-      // The key and the load are checked before the body is read: a refused exporter costs no upload.
-      onRequest: async (request) => {
-        const secret = secretOf(request);
-        if (secret === null)
-          throw new OtlpHttpError(
-            401,
-            GRPC.unauthenticated,
-            'a trace ingest key is required (Authorization: Bearer <key>)',
-          );
-        const identity = await verify(secret);
-        if (!identity)
-          throw new OtlpHttpError(401, GRPC.unauthenticated, 'the trace ingest key is not valid');
-        (request as FastifyRequest & { traceKey?: TraceKeyIdentity }).traceKey = identity;
-        if (inFlight >= deps.maxInFlight)
-          throw new OtlpHttpError(
-            429,
-            GRPC.resourceExhausted,
-            'the trace intake is saturated; retry later',
-            1,
-          );
-      },
+      onRequest: admit,
       handler: async (request, reply) => {
         const identity = (request as FastifyRequest & { traceKey?: TraceKeyIdentity }).traceKey!;
         const protobuf = isProtobuf(request);
@@ -169,61 +199,67 @@ export const registerOtlpTraceRoute = async (app: FastifyInstance, deps: OtlpRou
             GRPC.invalidArgument,
             'content-type must be application/x-protobuf or application/json',
           );
-        inFlight++;
+        let body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const encoding = String(request.headers['content-encoding'] ?? 'identity')
+          .trim()
+          .toLowerCase();
+        if (encoding === 'gzip') body = await gunzipLimited(body, deps.maxBodyBytes);
+        else if (encoding !== 'identity' && encoding !== '')
+          throw new OtlpHttpError(
+            415,
+            GRPC.invalidArgument,
+            `content-encoding ${encoding} is not supported (gzip or none)`,
+          );
+        let decoded: OtlpExport;
         try {
-          let body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-          const encoding = String(request.headers['content-encoding'] ?? 'identity')
-            .trim()
-            .toLowerCase();
-          if (encoding === 'gzip') body = await gunzipLimited(body, deps.maxBodyBytes);
-          else if (encoding !== 'identity' && encoding !== '')
+          decoded = protobuf ? decodeOtlpProtobuf(body) : decodeOtlpJson(body.toString('utf8'));
+        } catch (err) {
+          if (err instanceof OtlpLimitError)
+            throw new OtlpHttpError(413, GRPC.resourceExhausted, `the export is too large: ${err.message}`);
+          if (err instanceof OtlpDecodeError)
             throw new OtlpHttpError(
-              415,
+              400,
               GRPC.invalidArgument,
-              `content-encoding ${encoding} is not supported (gzip or none)`,
+              `the body is not an ExportTraceServiceRequest: ${err.message}`,
             );
-          let decoded: OtlpExport;
-          try {
-            decoded = protobuf ? decodeOtlpProtobuf(body) : decodeOtlpJson(body.toString('utf8'));
-          } catch (err) {
-            if (err instanceof OtlpDecodeError)
-              throw new OtlpHttpError(
-                400,
-                GRPC.invalidArgument,
-                `the body is not an ExportTraceServiceRequest: ${err.message}`,
-              );
-            throw err;
-          }
-          let result: IntakeResult;
-          try {
-            result = await deps.accept({ export: decoded, identity, receivedAt: new Date() });
-          } catch (err) {
-            if (err instanceof IntakeUnavailableError) {
-              deps.onError?.(err);
-              throw new OtlpHttpError(
-                503,
-                GRPC.unavailable,
-                'the trace pipeline is unavailable; retry later',
-                5,
-              );
-            }
-            throw err;
-          }
-          deps.onAccepted?.(result);
-          const partial =
-            result.rejectedSpans > 0
-              ? {
-                  rejectedSpans: result.rejectedSpans,
-                  errorMessage: result.rejections.join('; ').slice(0, 1_000),
-                }
-              : undefined;
-          reply.code(200);
-          return protobuf
-            ? reply.type('application/x-protobuf').send(Buffer.from(encodeExportResponseProtobuf(partial)))
-            : reply.type('application/json').send(exportResponseJson(partial));
-        } finally {
-          inFlight--;
+          throw err;
         }
+        let result: IntakeResult;
+        try {
+          result = await deps.accept({ export: decoded, identity, receivedAt: new Date() });
+        } catch (err) {
+          if (err instanceof IntakeUnavailableError) {
+            deps.onError?.(err);
+            throw new OtlpHttpError(
+              503,
+              GRPC.unavailable,
+              'the trace pipeline is unavailable; retry later',
+              5,
+            );
+          }
+          throw err;
+        }
+        deps.onAccepted?.(result);
+        const partial =
+          result.rejectedSpans > 0
+            ? {
+                rejectedSpans: result.rejectedSpans,
+                errorMessage: result.rejections.join('; ').slice(0, 1_000),
+              }
+            : undefined;
+        reply.code(200);
+        return protobuf
+          ? reply.type('application/x-protobuf').send(Buffer.from(encodeExportResponseProtobuf(partial)))
+          : reply.type('application/json').send(exportResponseJson(partial));
+      },
+    });
+    // OTLP/HTTP defines POST only; another method gets a Status, not the gateway's 404.
+    scope.route({
+      method: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      url: '/v1/traces',
+      handler: async (_request, reply) => {
+        reply.header('allow', 'POST');
+        throw new OtlpHttpError(405, GRPC.invalidArgument, 'POST an ExportTraceServiceRequest to /v1/traces');
       },
     });
   });
