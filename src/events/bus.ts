@@ -52,6 +52,14 @@ export interface ConsumeOptions {
   maxDeliveries: number;
   /** Messages fetched per round trip. */
   batchSize?: number;
+  /**
+   * Bytes fetched per round trip at most (JetStream's pull max_bytes; at least the largest message).
+   * For large messages: a pull of batchSize of them could pass what the server buffers for one
+   * client, which then cuts the connection (a slow consumer) and everything in flight waits out
+   * ack_wait. Absent: bounded by batchSize only. On JetStream a pull then asks for up to 100 messages
+   * within the bytes; the Postgres-table bus, which holds no server buffer, reads batchSize rows.
+   */
+  maxBytes?: number;
   /** Unsettled messages this consumer holds at most; defaults to 4 x batchSize. */
   maxInFlight?: number;
   /** Reason recorded when redeliveries run out; `max_deliveries` unless the caller names its own. */

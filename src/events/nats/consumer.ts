@@ -42,7 +42,12 @@ export class NatsConsumer {
         const consumer = await this.bus.run('get consumer', (nc) =>
           nc.jetstream().consumers.get(this.stream, this.name),
         );
-        this.messages = await consumer.consume({ max_messages: this.options.batchSize });
+        this.messages = await consumer.consume(
+          this.options.maxBytes !== undefined
+            ? // The client takes one limit or the other; with bytes it asks for up to 100 messages a pull.
+              { max_bytes: this.options.maxBytes }
+            : { max_messages: this.options.batchSize },
+        );
         if (this.stopped) this.messages.stop();
         for await (const msg of this.messages) {
           if (!this.stopped) await this.dispatch(msg);

@@ -1,6 +1,6 @@
 import { AnalyticsError, type AnalyticsStore } from '../../analytics/port.js';
 import { type Bus, type BusMessage, BusUnavailableError, type ConsumerHandle } from '../../events/bus.js';
-import { decodeTraceMessage } from '../../events/envelopes/trace-records.js';
+import { decodeTraceMessage, TRACE_MESSAGE_MAX_BYTES } from '../../events/envelopes/trace-records.js';
 import type { TraceRecord } from '../../traces/model.js';
 import { DEFAULT_RETRY, type RetryPolicy, withRetries } from '../ingest/retry.js';
 import { traceRows, writeTraceRows } from './write.js';
@@ -41,6 +41,8 @@ export interface TraceProjectorStats {
 }
 
 const SUBSCRIBE_RETRY_MS = 2_000;
+/** Bytes per pull: several messages of the largest size a trace message may have. */
+const FETCH_BYTES = 8 * TRACE_MESSAGE_MAX_BYTES;
 
 /** `svc.traces.<org>.<trace>.<id>`: the org and trace tokens. */
 const subjectScope = (subject: string): { org: string; trace: string } | null => {
@@ -70,7 +72,10 @@ export class TraceProjector {
       maxDeliveries: 5,
       flushRecords: 20_000,
       flushIntervalMs: 250,
-      fetchBatch: 500,
+      // Trace messages run to hundreds of KB (a trace's records of one export): a pull is bounded by
+      // bytes as well, so it stays far below what JetStream buffers for one client (64 MiB), past
+      // which it cuts the connection and every message in flight waits out ack_wait.
+      fetchBatch: 64,
       retry: DEFAULT_RETRY,
       onError: () => {},
       ...options,
@@ -85,6 +90,7 @@ export class TraceProjector {
         maxDeliveries: this.o.maxDeliveries,
         batchSize: this.o.fetchBatch,
         maxInFlight: this.o.fetchBatch * 8,
+        maxBytes: FETCH_BYTES,
         dlqReason: 'insert_exhausted',
         onError: (err) => this.o.onError(err, 'trace consumer'),
       });
