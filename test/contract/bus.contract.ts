@@ -313,7 +313,24 @@ export const busContract = (adapter: string, setup: () => Promise<BusFixture>): 
       const o = org();
       const bytes = Uint8Array.from({ length: 512 }, (_, i) => (i * 7) % 256);
       await bus.publish(subjects.request(o, 'one'), bytes, { messageId: `${o}-one` });
-      await bus.publishMany([{ subject: subjects.request(o, 'many'), data: bytes, messageId: `${o}-many` }]);
+      // A batch of payloads of every length and content, including empty ones and one of each byte
+      // value, each delivered as published, never run into its neighbours.
+      const mixed: (Uint8Array | string)[] = [
+        new Uint8Array(0),
+        bytes,
+        'héllo ✓ 𝄞',
+        '',
+        Uint8Array.from({ length: 256 }, (_, i) => 255 - i),
+        'x'.repeat(70_000),
+      ];
+      await bus.publishMany([
+        { subject: subjects.request(o, 'many'), data: bytes, messageId: `${o}-many` },
+        ...mixed.map((data, i) => ({
+          subject: subjects.request(o, `mixed${i}`),
+          data,
+          messageId: `${o}-mixed-${i}`,
+        })),
+      ]);
       const got = new Map<string, Uint8Array>();
       await consume(
         bus,
@@ -325,9 +342,14 @@ export const busContract = (adapter: string, setup: () => Promise<BusFixture>): 
           await m.ack();
         },
       );
-      await waitFor('both messages', () => got.size === 2);
+      await waitFor('every message', () => got.size === 2 + mixed.length);
       expect(got.get(`${o}-one`)).toEqual(bytes);
       expect(got.get(`${o}-many`)).toEqual(bytes);
+      mixed.forEach((data, i) =>
+        expect(got.get(`${o}-mixed-${i}`)).toEqual(
+          typeof data === 'string' ? new TextEncoder().encode(data) : data,
+        ),
+      );
     });
 
     it('publishMany dedupes ids seen before and repeated within the batch', async () => {
