@@ -345,11 +345,10 @@ export const busContract = (adapter: string, setup: () => Promise<BusFixture>): 
       await waitFor('every message', () => got.size === 2 + mixed.length);
       expect(got.get(`${o}-one`)).toEqual(bytes);
       expect(got.get(`${o}-many`)).toEqual(bytes);
-      mixed.forEach((data, i) =>
+      for (const [i, data] of mixed.entries())
         expect(got.get(`${o}-mixed-${i}`)).toEqual(
           typeof data === 'string' ? new TextEncoder().encode(data) : data,
-        ),
-      );
+        );
     });
 
     it('publishMany dedupes ids seen before and repeated within the batch', async () => {
