@@ -197,8 +197,31 @@ const attributesJson = (f: Filtered, resource?: ResourceView): string => {
         if (cut) truncated.push(key);
       }
   if (truncated.length > 0) kept['svc.truncated'] = truncated;
-  return JSON.stringify(kept);
+  const text = JSON.stringify(kept);
+  if (text.length <= MAX_ATTRIBUTES_JSON_CHARS) return text;
+  // Over the bound (a span of hundreds of long attributes): attributes in order while they fit,
+  // the rest counted, so one record always fits a bus message.
+  const fitted: Record<string, AttributeValue> = Object.create(null);
+  let size = 2;
+  let dropped = 0;
+  for (const key of Object.keys(kept)) {
+    const entry = JSON.stringify(key).length + JSON.stringify(kept[key]).length + 2;
+    if (size + entry > MAX_ATTRIBUTES_JSON_CHARS - 64) dropped++;
+    else {
+      fitted[key] = kept[key] as AttributeValue;
+      size += entry;
+    }
+  }
+  fitted['svc.dropped_attributes'] = dropped;
+  return JSON.stringify(fitted);
 };
+
+/**
+ * Characters of one record's attributes_json at most: with UTF-8 at up to three bytes a character
+ * (a surrogate pair is two characters for four bytes), a record stays within a bus message
+ * (TRACE_MESSAGE_MAX_BYTES, 768 KiB) whatever its script.
+ */
+const MAX_ATTRIBUTES_JSON_CHARS = 64 * 1024;
 
 // --- Small readers --------------------------------------------------------------------------
 

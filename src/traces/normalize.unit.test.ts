@@ -395,6 +395,18 @@ describe('SPEC 2.1-2.3: an OpenInference agent tree (AGENT > CHAIN > LLM, TOOL, 
     expect(artifacts(n).length).toBeGreaterThanOrEqual(14);
   });
 
+  it('bounds attributes_json so one record always fits a bus message, counting what it drops', () => {
+    const attributes: Record<string, string> = {};
+    for (let i = 0; i < 400; i++) attributes[`k${String(i).padStart(3, '0')}`] = '語'.repeat(8_000);
+    const n = run(exportOf([span(AGENT, { attributes })]));
+    const s = spanById(n, AGENT);
+    expect(s.attributes_json.length).toBeLessThanOrEqual(64 * 1024);
+    expect(Buffer.byteLength(JSON.stringify(s))).toBeLessThan(768 * 1024);
+    const attrs = attrsOf(s);
+    expect(attrs['svc.dropped_attributes']).toBeGreaterThan(0);
+    expect(attrs.k000).toBe('語'.repeat(8_000));
+  });
+
   it('refuses a span whose times a DateTime64(9) cannot hold (after 2262-04-11), counted', () => {
     const n = run(
       exportOf([span(AGENT, { startTimeUnixNano: 1n << 63n, endTimeUnixNano: (1n << 63n) + 1n })]),

@@ -34,8 +34,8 @@ const recordIdentity = (r: TraceRecord): string =>
   r.record === 'span' ? `s:${r.span_id}` : r.record === 'event' ? `e:${r.event_id}` : `a:${r.artifact_id}`;
 
 /**
- * The messages for one trace's records: each within TRACE_MESSAGE_MAX_BYTES (a single record larger
- * than that still travels alone; the normalizer cuts long attribute values well before).
+ * The messages for one trace's records: each within TRACE_MESSAGE_MAX_BYTES of UTF-8 (a record
+ * alone always fits: the normalizer bounds every attributes_json well below it).
  */
 export const traceMessages = (
   orgId: string,
@@ -63,9 +63,11 @@ export const traceMessages = (
   };
   for (const r of records) {
     const text = JSON.stringify(r);
-    if (parts.length > 0 && size + text.length + 1 > TRACE_MESSAGE_MAX_BYTES) emit();
+    // Bytes, as the bus counts them: a character may take up to three.
+    const bytes = Buffer.byteLength(text);
+    if (parts.length > 0 && size + bytes + 1 > TRACE_MESSAGE_MAX_BYTES) emit();
     parts.push(text);
-    size += text.length + 1;
+    size += bytes + 1;
     // The id covers what the record says, so a span exported pending and again ended is two messages.
     digest
       .update(orgId)

@@ -46,6 +46,13 @@ describe('SPEC 6 svc.traces.<org_id>.<trace_id>.<event_id>', () => {
     expect(new Set(messages.map((m) => m.messageId)).size).toBe(messages.length);
   });
 
+  it('measures messages in UTF-8 bytes, as the bus does', () => {
+    // 3-byte characters: 40 records of 20,000 characters are 2.4 MB though 0.8 M characters.
+    const records = Array.from({ length: 40 }, (_, i) => ({ ...event(i), message: '語'.repeat(20_000) }));
+    const messages = traceMessages('org_a', 'prj_a', 'a'.repeat(32), records);
+    for (const m of messages) expect(Buffer.byteLength(m.data)).toBeLessThanOrEqual(TRACE_MESSAGE_MAX_BYTES);
+  });
+
   it('refuses a message whose records name another tenant or trace, and anything unreadable', () => {
     const [m] = traceMessages('org_a', 'prj_a', 'a'.repeat(32), [event(1, 'org_b')]);
     expect(decodeTraceMessage(Buffer.from(m!.data))).toMatchObject({ ok: false });

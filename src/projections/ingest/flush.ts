@@ -257,34 +257,6 @@ export const flushBatch = async (
   for (const [table, n] of counts) metrics.durableWrites.inc({ table }, n);
   lap('readBackMs');
 
-  // The gateway's LLM spans of requests that belong to a trace (SPEC 4.3, 6), once their request
-  // rows are durable: a span seen in a trace tree has its request row to join. Written again on
-  // redelivery, which the trace tables collapse.
-  const traced = live().filter((i) => i.envelope.trace.trace_id !== undefined);
-  if (traced.length > 0) {
-    try {
-      const rows = traceRows(
-        traced.flatMap((i) => gatewaySpanRecords(i.envelope)),
-        stamp.ingestedAt,
-      );
-      await withRetries(
-        deps.retry,
-        () => writeTraceRows(deps.analytics, rows),
-        (err, again) => {
-          metrics.clickhouseErrors.inc({ kind: errorKind(err) });
-          deps.onError(err, `gateway trace spans of ${stamp.batchId}${again ? '; retrying' : ''}`);
-        },
-        isRetryable,
-      );
-    } catch (err) {
-      fail(
-        traced.map((i) => i.envelope.request_id),
-        'insert_exhausted',
-        `gateway trace spans: ${describe(err)}`,
-      );
-    }
-  }
-
   // Audit events, then the settle hook: both only for rows known durable. One batch publish for
   // the flush. A message that cannot be built or that the bus refuses fails its own request only;
   // a bus that stays unavailable fails every request in the batch (their rows stay committed).
@@ -323,6 +295,34 @@ export const flushBatch = async (
         fail([id], 'process_error', `settle hook: ${describe(r.reason)}`);
       }
     });
+  }
+  // The gateway's LLM spans of requests that belong to a trace (SPEC 4.3, 6), last: their request
+  // rows, audit events and settlements are done whatever happens here, so a trace table that cannot
+  // be written holds back no audit record and no settlement. A failure leaves the request for
+  // redelivery, which writes the span again (the steps before are idempotent by request id).
+  const traced = live().filter((i) => i.envelope.trace.trace_id !== undefined);
+  if (traced.length > 0) {
+    try {
+      const rows = traceRows(
+        traced.flatMap((i) => gatewaySpanRecords(i.envelope)),
+        stamp.ingestedAt,
+      );
+      await withRetries(
+        deps.retry,
+        () => writeTraceRows(deps.analytics, rows),
+        (err, again) => {
+          metrics.clickhouseErrors.inc({ kind: errorKind(err) });
+          deps.onError(err, `gateway trace spans of ${stamp.batchId}${again ? '; retrying' : ''}`);
+        },
+        isRetryable,
+      );
+    } catch (err) {
+      fail(
+        traced.map((i) => i.envelope.request_id),
+        'insert_exhausted',
+        `gateway trace spans (rows, audit event and settlement done): ${describe(err)}`,
+      );
+    }
   }
   for (const item of live()) {
     const e = item.envelope;

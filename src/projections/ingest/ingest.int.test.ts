@@ -20,6 +20,7 @@ import {
 import { privateNats } from '../../../test/helpers/nats-server.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
 import type { ChdbAnalyticsStore } from '../../analytics/chdb/store.js';
+import { AnalyticsError } from '../../analytics/port.js';
 import type { Bus, BusMessage } from '../../events/bus.js';
 import { blake3Hex } from '../../events/envelopes/body.js';
 import { RequestRecordPublisher } from '../../events/envelopes/publish.js';
@@ -454,6 +455,35 @@ describe.each(['postgres', 'jetstream'] as const)('ingest on the %s bus with chd
       expect(await metricValue(s.registry, 'svc_ingest_dlq_total', { reason: 'body_pack_exhausted' })).toBe(
         3,
       );
+    },
+  );
+  it.runIf(kind === 'postgres')(
+    'a gateway trace span that cannot be written holds back neither the audit event nor the settle hook (SPEC 4.3, 6)',
+    async () => {
+      await setup('ingest_span');
+      const p = await publisher(t.bus);
+      const trace = { trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16), parent_span_id: '' };
+      p.record(draftFor('tspan', 0, { trace: { full_tracing: false, source: 'none', ...trace } }));
+      await p.flush();
+      const analytics = {
+        ...flakyAnalytics(store, () => false),
+        insert: async (table: string, rows: readonly Record<string, unknown>[]) => {
+          if (table.startsWith('trace_'))
+            throw new AnalyticsError('unavailable', `injected: ${table} is away`);
+          await store.insert(table, rows);
+        },
+      };
+      const logged: string[] = [];
+      await s.consumer({
+        analytics,
+        maxDeliveries: 2,
+        onRequestLogged: (e) => {
+          logged.push(e.request_id);
+        },
+      });
+      await waitFor(async () => logged.includes('req_tspan_0'), 20_000, 'the request settled');
+      await waitFor(async () => (await t.deadLetters.list()).length === 1, 20_000, 'its dead letter');
+      expect((await t.deadLetters.list())[0]!.info.reason).toBe('insert_exhausted');
     },
   );
 });
