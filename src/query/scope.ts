@@ -1,3 +1,4 @@
+import { bearerToken } from '../lib/bearer.js';
 import { safeEqual } from '../lib/crypto.js';
 import { ServiceError } from '../lib/errors.js';
 import type { DeveloperTokenIdentity } from '../projections/auth/reads.js';
@@ -33,11 +34,6 @@ export interface ScopeDeps {
   adminToken: string;
   now?: () => Date;
 }
-
-export const bearerToken = (authorization: string | undefined): string | null => {
-  if (!authorization) return null;
-  return /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? null;
-};
 
 export const identify = async (deps: ScopeDeps, authorization: string | undefined): Promise<Caller> => {
   const token = bearerToken(authorization);

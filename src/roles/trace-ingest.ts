@@ -27,7 +27,7 @@ export const traceIngestRole = (ctx: RoleContext): Role => {
           const key = await reads.verifyTraceIngestSecret(secret);
           return key ? { orgId: key.org_id, projectId: key.project_id, capture: key.capture } : null;
         },
-        accept: ({ export: decoded, identity, receivedAt }) =>
+        accept: ({ export: decoded, identity }) =>
           acceptExport(
             { bus: ctx.bus, objects },
             {
@@ -36,7 +36,6 @@ export const traceIngestRole = (ctx: RoleContext): Role => {
               projectId: identity.projectId,
               capture: identity.capture,
               source: 'trace-ingest',
-              receivedAt,
             },
           ),
         maxBodyBytes: ctx.config.SVC_TRACE_MAX_BODY_BYTES,

@@ -41,7 +41,6 @@ export interface NormalizeInput {
   projectId: string;
   capture: boolean;
   source: TraceSource;
-  receivedAt: Date;
 }
 
 export interface NormalizedExport {

@@ -26,9 +26,6 @@ export interface IntakeDeps {
   objects: ObjectStore;
 }
 
-/** `capture`: full payload capture is on for the key, its project or its organization (SPEC 1.10). */
-export type IntakeInput = NormalizeInput;
-
 export interface IntakeResult {
   acceptedSpans: number;
   rejectedSpans: number;
@@ -39,7 +36,8 @@ export interface IntakeResult {
 /** Object writes in flight at once for one export. */
 const PAYLOAD_CONCURRENCY = 16;
 
-export const acceptExport = async (deps: IntakeDeps, input: IntakeInput): Promise<IntakeResult> => {
+/** `input.capture`: full payload capture is on for the key, its project or its organization (SPEC 1.10). */
+export const acceptExport = async (deps: IntakeDeps, input: NormalizeInput): Promise<IntakeResult> => {
   const normalized = normalizeExport(input);
   if (normalized.payloads.length > 0) {
     const stored = await settleAll(normalized.payloads, PAYLOAD_CONCURRENCY, (p) =>

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { bearerToken } from '../../../lib/bearer.js';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
@@ -10,12 +11,8 @@ export type Principal =
 
 export const actorOf = (p: Principal) => ({ id: p.kind === 'admin' ? 'admin' : `user:${p.userId}` });
 
-export const bearerOf = (request: FastifyRequest): string | null => {
-  const header = request.headers.authorization;
-  if (!header) return null;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match ? match[1]! : null;
-};
+export const bearerOf = (request: FastifyRequest): string | null =>
+  bearerToken(request.headers.authorization);
 
 export const authenticate = async (
   request: FastifyRequest,

@@ -1,15 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import type { ApiKeyCache, ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
+import { bearerToken } from '../../../lib/bearer.js';
 import { ServiceError } from '../../../lib/errors.js';
 
 /** Personal developer tokens (SPEC 2.11) carry this prefix; the model edges refuse them (SPEC 5). */
 export const DEVELOPER_TOKEN_PREFIX = 'svc_dev_';
 
-const bearer = (request: FastifyRequest): string | null => {
-  const header = request.headers.authorization;
-  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-  return match ? match[1]! : null;
-};
+const bearer = (request: FastifyRequest): string | null => bearerToken(request.headers.authorization);
 
 /**
  * Service API key of a model-edge request: a bearer token on /v1; on /alt also `x-api-key`.

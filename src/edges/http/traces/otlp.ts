@@ -1,5 +1,6 @@
 import { gunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { bearerToken } from '../../../lib/bearer.js';
 import { type IntakeResult, IntakeUnavailableError } from '../../../projections/traces/intake.js';
 import type { OtlpExport } from '../../../traces/model.js';
 import {
@@ -34,7 +35,7 @@ export interface TraceKeyIdentity {
 export interface OtlpRouteDeps {
   /** The project of a live trace ingest key, else null. */
   verifyKey(secret: string): Promise<TraceKeyIdentity | null>;
-  accept(input: { export: OtlpExport; identity: TraceKeyIdentity; receivedAt: Date }): Promise<IntakeResult>;
+  accept(input: { export: OtlpExport; identity: TraceKeyIdentity }): Promise<IntakeResult>;
   /** Bytes of a body as sent (compressed) and once decompressed. */
   maxBodyBytes: number;
   /** Exports being taken in at once; one more is answered 429. */
@@ -71,10 +72,7 @@ const isJson = (request: FastifyRequest): boolean =>
 
 const secretOf = (request: FastifyRequest): string | null => {
   const auth = request.headers.authorization;
-  if (typeof auth === 'string') {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-    return m ? m[1]! : null;
-  }
+  if (typeof auth === 'string') return bearerToken(auth);
   const key = request.headers['x-api-key'];
   return typeof key === 'string' && key.length > 0 ? key : null;
 };
@@ -104,7 +102,7 @@ const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_MAX = 10_000;
 
 export const registerOtlpTraceRoute = async (app: FastifyInstance, deps: OtlpRouteDeps): Promise<void> => {
-  const keys = new Map<string, { identity: TraceKeyIdentity | null; until: number }>();
+  const keys = new Map<string, { identity: TraceKeyIdentity; until: number }>();
   const verify = async (secret: string): Promise<TraceKeyIdentity | null> => {
     const now = Date.now();
     const hit = keys.get(secret);
@@ -226,7 +224,7 @@ export const registerOtlpTraceRoute = async (app: FastifyInstance, deps: OtlpRou
         }
         let result: IntakeResult;
         try {
-          result = await deps.accept({ export: decoded, identity, receivedAt: new Date() });
+          result = await deps.accept({ export: decoded, identity });
         } catch (err) {
           if (err instanceof IntakeUnavailableError) {
             deps.onError?.(err);
