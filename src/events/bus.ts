@@ -60,6 +60,13 @@ export interface ConsumeOptions {
    * within the bytes; the Postgres-table bus, which holds no server buffer, reads batchSize rows.
    */
   maxBytes?: number;
+  /**
+   * False: messages of one subject may be in flight together (the audit log orders by arrival and
+   * every tenant's events share one subject). Default true: the Postgres-table bus hands out a
+   * subject's message only once every earlier one of that subject is settled. JetStream delivers in
+   * stream order either way.
+   */
+  perSubjectOrder?: boolean;
   /** Unsettled messages this consumer holds at most; defaults to 4 x batchSize. */
   maxInFlight?: number;
   /** Reason recorded when redeliveries run out; `max_deliveries` unless the caller names its own. */

@@ -170,6 +170,27 @@ export const busContract = (adapter: string, setup: () => Promise<BusFixture>): 
       expect(got.find((d) => d.messageId === `${o}-2-7`)?.headers['X-Seq']).toBe('7');
     });
 
+    it('with perSubjectOrder false, hands out later messages of a subject while an earlier one is unsettled, in order', async () => {
+      const o = org();
+      const subject = subjects.request(o, 'one');
+      for (let i = 0; i < 20; i++) await bus.publish(subject, `${i}`, { messageId: `${o}-${i}` });
+      const got: Delivery[] = [];
+      const held: BusMessage[] = [];
+      await consume(
+        bus,
+        `unordered_${o}`,
+        `svc.requests.${o}.>`,
+        { ackWaitMs: 10_000, maxDeliveries: 5, batchSize: 8, perSubjectOrder: false },
+        async (m) => {
+          got.push(record(m));
+          held.push(m); // none settled yet: a subject-ordered consumer would stop at the first
+        },
+      );
+      await waitFor('every message while none is settled', () => got.length === 20);
+      expect(got.map((d) => d.text)).toEqual(Array.from({ length: 20 }, (_, i) => `${i}`));
+      await Promise.all(held.map((m) => m.ack()));
+    });
+
     it('brings a message left unacked back after ack_wait', async () => {
       const o = org();
       const subject = subjects.request(o, 'slow');

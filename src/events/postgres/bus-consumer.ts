@@ -25,14 +25,17 @@ export interface LeasedRow {
 // Ordering per subject: a row is handed out only when no other unsettled row of its subject is
 // earlier, and none of its subject is currently leased or nak-delayed. Rows that have used up
 // their deliveries are leased without counting, flagged `exhausted`, and dead-lettered by the loop.
-export const LEASE_SQL = `
-WITH picked AS (
-  SELECT d.consumer, d.seq, d.delivery_count FROM svc_bus_deliveries d
-   WHERE d.consumer = $1 AND d.visible_at <= now()
+// A consumer that orders by its own means (ConsumeOptions.perSubjectOrder false) leases in
+// sequence order without holding a subject back.
+const SUBJECT_ORDER = `
      AND NOT EXISTS (
        SELECT 1 FROM svc_bus_deliveries e
         WHERE e.consumer = d.consumer AND e.subject = d.subject AND e.seq <> d.seq
-          AND (e.seq < d.seq OR e.visible_at > now()))
+          AND (e.seq < d.seq OR e.visible_at > now()))`;
+const leaseSql = (perSubjectOrder: boolean) => `
+WITH picked AS (
+  SELECT d.consumer, d.seq, d.delivery_count FROM svc_bus_deliveries d
+   WHERE d.consumer = $1 AND d.visible_at <= now()${perSubjectOrder ? SUBJECT_ORDER : ''}
    ORDER BY d.seq LIMIT $2
    FOR UPDATE OF d SKIP LOCKED
 ), leased AS (
@@ -46,6 +49,8 @@ WITH picked AS (
 SELECT l.seq, l.delivery_count, l.exhausted, m.subject, m.message_id, encode(m.data, 'base64') AS data, m.headers
   FROM leased l JOIN svc_bus_messages m ON m.seq = l.seq
  ORDER BY l.seq`;
+export const LEASE_SQL = leaseSql(true);
+const LEASE_UNORDERED_SQL = leaseSql(false);
 
 /** One durable consumer's fetch loop in this process. */
 export class PostgresConsumer {
@@ -111,12 +116,10 @@ export class PostgresConsumer {
       try {
         rows = (
           await this.bus.run('bus lease', () =>
-            this.pool.query<LeasedRow>(LEASE_SQL, [
-              this.name,
-              limit,
-              this.options.ackWaitMs,
-              this.options.maxDeliveries,
-            ]),
+            this.pool.query<LeasedRow>(
+              this.options.perSubjectOrder === false ? LEASE_UNORDERED_SQL : LEASE_SQL,
+              [this.name, limit, this.options.ackWaitMs, this.options.maxDeliveries],
+            ),
           )
         ).rows;
       } catch (err) {
