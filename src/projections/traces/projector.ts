@@ -1,7 +1,8 @@
 import { AnalyticsError, type AnalyticsStore } from '../../analytics/port.js';
-import { type Bus, type BusMessage, BusUnavailableError, type ConsumerHandle } from '../../events/bus.js';
+import type { Bus, BusMessage } from '../../events/bus.js';
 import { decodeTraceMessage, TRACE_MESSAGE_MAX_BYTES } from '../../events/envelopes/trace-records.js';
 import type { TraceRecord } from '../../traces/model.js';
+import { BatchedConsumer, type Held } from '../batched-consumer.js';
 import { DEFAULT_RETRY, type RetryPolicy, withRetries } from '../ingest/retry.js';
 import { traceRows, writeTraceRows } from './write.js';
 
@@ -40,7 +41,6 @@ export interface TraceProjectorStats {
   flushes: number;
 }
 
-const SUBSCRIBE_RETRY_MS = 2_000;
 /** Bytes per pull: several messages of the largest size a trace message may have. */
 const FETCH_BYTES = 8 * TRACE_MESSAGE_MAX_BYTES;
 
@@ -51,22 +51,13 @@ const subjectScope = (subject: string): { org: string; trace: string } | null =>
   return { org: parts[2]!, trace: parts[3]! };
 };
 
-export class TraceProjector {
-  private handle: ConsumerHandle | null = null;
-  private batch: { message: BusMessage; records: TraceRecord[] }[] = [];
-  private batchRecords = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private resubscribe: NodeJS.Timeout | undefined;
-  private readonly flights = new Set<Promise<void>>();
-  private stopping = false;
+export class TraceProjector extends BatchedConsumer<TraceRecord[]> {
   private readonly o: Required<Omit<TraceProjectorOptions, 'onFlushed'>> &
     Pick<TraceProjectorOptions, 'onFlushed'>;
   private readonly counters: TraceProjectorStats = { received: 0, written: 0, deadLettered: 0, flushes: 0 };
-  /** The last write failure; cleared by a write that succeeds. For /healthz. */
-  lastError: unknown = null;
 
   constructor(options: TraceProjectorOptions) {
-    this.o = {
+    const o = {
       consumerName: TRACE_PROJECTOR,
       ackWaitMs: 30_000,
       maxDeliveries: 5,
@@ -80,46 +71,31 @@ export class TraceProjector {
       onError: () => {},
       ...options,
     };
-  }
-
-  async start(): Promise<void> {
-    if (this.stopping) return;
-    try {
-      this.handle = await this.o.bus.consume(this.o.consumerName, 'svc.traces.>', (m) => this.onMessage(m), {
-        ackWaitMs: this.o.ackWaitMs,
-        maxDeliveries: this.o.maxDeliveries,
-        batchSize: this.o.fetchBatch,
-        maxInFlight: this.o.fetchBatch * 8,
+    super({
+      bus: o.bus,
+      consumerName: o.consumerName,
+      filter: 'svc.traces.>',
+      consume: {
+        ackWaitMs: o.ackWaitMs,
+        maxDeliveries: o.maxDeliveries,
+        batchSize: o.fetchBatch,
+        maxInFlight: o.fetchBatch * 8,
         maxBytes: FETCH_BYTES,
         dlqReason: 'insert_exhausted',
-        onError: (err) => this.o.onError(err, 'trace consumer'),
-      });
-      this.lastError = null;
-      if (this.stopping) await this.handle.close();
-    } catch (err) {
-      if (!(err instanceof BusUnavailableError)) throw err;
-      this.lastError = err;
-      this.o.onError(err, 'create the trace consumer; retrying');
-      this.resubscribe = setTimeout(() => void this.start(), SUBSCRIBE_RETRY_MS);
-      this.resubscribe.unref();
-    }
-  }
-
-  /** Stops fetching and writes what it holds; what is not acked comes back after ack_wait. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    clearTimeout(this.resubscribe);
-    clearTimeout(this.timer);
-    await this.handle?.close();
-    this.flush();
-    await Promise.allSettled([...this.flights]);
+        onError: (err) => o.onError(err, 'trace consumer'),
+      },
+      flushWeight: o.flushRecords,
+      flushIntervalMs: o.flushIntervalMs,
+      onError: o.onError,
+    });
+    this.o = o;
   }
 
   stats(): TraceProjectorStats {
     return { ...this.counters };
   }
 
-  private async onMessage(m: BusMessage): Promise<void> {
+  protected async accept(m: BusMessage): Promise<{ item: TraceRecord[]; weight: number } | null> {
     this.counters.received++;
     const scope = subjectScope(m.subject);
     const decoded = decodeTraceMessage(m.data);
@@ -134,29 +110,15 @@ export class TraceProjector {
       this.o.onError(new Error(detail ?? 'invalid'), `invalid_event: ${m.subject}`);
       this.counters.deadLettered++;
       await m.deadLetter('invalid_event');
-      return;
+      return null;
     }
-    this.batch.push({ message: m, records: decoded.message.records });
-    this.batchRecords += decoded.message.records.length;
-    if (this.batchRecords >= this.o.flushRecords) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), this.o.flushIntervalMs);
+    return { item: decoded.message.records, weight: decoded.message.records.length };
   }
 
-  private flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.batch.length === 0) return;
-    const batch = this.batch;
-    this.batch = [];
-    this.batchRecords = 0;
-    const flight = this.write(batch).finally(() => this.flights.delete(flight));
-    this.flights.add(flight);
-  }
-
-  private async write(batch: { message: BusMessage; records: TraceRecord[] }[]): Promise<void> {
+  protected async write(batch: Held<TraceRecord[]>[]): Promise<void> {
     const rows = traceRows(
       (function* () {
-        for (const b of batch) yield* b.records;
+        for (const b of batch) yield* b.item;
       })(),
       new Date(),
     );
