@@ -1,10 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command } from 'commander';
-import { describeError } from '../../lib/errors.js';
 import type { TraceTree } from '../../query/traces.js';
-import { CliError, emit } from '../output.js';
-import { dataDirOf, readConfig } from '../runtime.js';
+import { type ApiTarget, apiTarget, callApi } from '../http-client.js';
+import { emit } from '../output.js';
 import { renderSessionTraces, renderTree, type TracePage } from './traces-render.js';
 
 /**
@@ -25,61 +22,26 @@ interface ClientFlags {
   json?: boolean;
 }
 
-const storedAdminToken = (dataDir: string): string | undefined => {
-  const path = join(dataDir, 'secrets.json');
-  if (!existsSync(path)) return undefined;
-  try {
-    return (JSON.parse(readFileSync(path, 'utf8')) as { admin_token?: string }).admin_token;
-  } catch {
-    return undefined;
-  }
-};
-
 export const queryTarget = (
   flags: Pick<ClientFlags, 'url' | 'token'>,
   env: NodeJS.ProcessEnv = process.env,
-): { url: string; token: string } => {
-  let url = flags.url ?? env.SVC_QUERY_URL;
-  let token = flags.token ?? env.SVC_DEVELOPER_TOKEN;
-  if (!url || !token) {
-    const config = readConfig();
-    url ??= `http://127.0.0.1:${config.SVC_HTTP_PORT}`;
-    token ??= config.SVC_ADMIN_TOKEN ?? storedAdminToken(dataDirOf(config));
-  }
-  if (!token) throw new CliError('no credential: pass --token <developer token> or set SVC_DEVELOPER_TOKEN');
-  return { url: url.replace(/\/+$/, ''), token };
-};
+): ApiTarget =>
+  apiTarget(flags, {
+    url: env.SVC_QUERY_URL,
+    token: env.SVC_DEVELOPER_TOKEN,
+    missingToken: 'no credential: pass --token <developer token> or set SVC_DEVELOPER_TOKEN',
+  });
 
 /** GET a query route; a refusal becomes a one-line CliError carrying the server's message. */
-export const queryGet = async <T>(
+export const queryGet = <T>(
   flags: ClientFlags,
   path: string,
   params: Record<string, string | undefined> = {},
 ): Promise<T> => {
-  const target = queryTarget(flags);
   const q = new URLSearchParams({ org_id: flags.org });
   if (flags.project) q.set('project_id', flags.project);
   for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, v);
-  let res: Response;
-  try {
-    res = await fetch(`${target.url}${path}?${q}`, { headers: { authorization: `Bearer ${target.token}` } });
-  } catch (err) {
-    throw new CliError(`cannot reach the query API at ${target.url}: ${describeError(err)}`);
-  }
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = null;
-  }
-  if (!res.ok) {
-    const message = (body as { message?: unknown } | null)?.message;
-    throw new CliError(
-      `query API answered ${res.status}: ${typeof message === 'string' ? message : text.slice(0, 200)}`,
-    );
-  }
-  return body as T;
+  return callApi<T>(queryTarget(flags), 'query API', 'GET', `${path}?${q}`);
 };
 
 const withClient = (cmd: Command) =>
