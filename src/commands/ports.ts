@@ -43,6 +43,11 @@ export interface TraceIngestKeyDirectory {
   requireTraceIngestKey(id: string): Promise<{ workspace_id: string }>;
 }
 
+export interface AuditTokenDirectory {
+  /** A live audit read token, or a 404 `audit token not found`. */
+  requireAuditToken(id: string): Promise<{ workspace_id: string }>;
+}
+
 export interface DimensionDirectory {
   dimension(definitionId: string): Promise<{ workspace_id: string; archived_at: Date | null } | null>;
 }

@@ -35,6 +35,7 @@ const authenticatedRoutes = (): Route[] => {
     ['POST', `/api/workspaces/${ws}/reporting-dimensions`],
     ['PUT', `/api/api-keys/${key}/reporting-dimensions`],
     ['POST', '/api/trace-ingest-keys'],
+    ['POST', '/api/audit-tokens'],
     ['POST', '/api/provider-keys'],
     ['POST', '/api/provider-keys/pk_unknown/discover'],
     ['PUT', '/api/platform-keys/openai'],

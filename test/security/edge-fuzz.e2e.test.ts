@@ -240,6 +240,13 @@ const ROUTES: FuzzRoute[] = [
     seed: () => ({ project_id: other.project_id, name: 't' }),
   },
   {
+    name: 'POST /api/audit-tokens',
+    method: 'POST',
+    path: () => '/api/audit-tokens',
+    credential: 'admin',
+    seed: () => ({ workspace_id: other.workspace_id, name: 'auditor' }),
+  },
+  {
     name: 'POST /api/provider-keys',
     method: 'POST',
     path: () => '/api/provider-keys',

@@ -1,9 +1,11 @@
 import { apiKeyCommands } from '../api-key/service.js';
+import { auditTokenCommands } from '../audit-token/service.js';
 import type { LiveEndpoints, StoredCredentials } from '../connections/ports.js';
 import { connectionCommands } from '../connections/service.js';
 import { organizationCommands } from '../organization/service.js';
 import type {
   ApiKeyDirectory,
+  AuditTokenDirectory,
   ConnectionDirectory,
   DimensionDirectory,
   OrganizationDirectory,
@@ -29,6 +31,7 @@ export interface ControlPlaneDeps extends CommandDeps {
     ApiKeyDirectory &
     ConnectionDirectory &
     TraceIngestKeyDirectory &
+    AuditTokenDirectory &
     DimensionDirectory &
     UserDirectory &
     StoredCredentials;
@@ -60,6 +63,7 @@ export const controlPlaneCommands = (deps: ControlPlaneDeps) => {
     ...userCommands({ ...deps, members: workspaces }),
     ...connectionCommands({ ...deps, credentials: deps.directory }),
     ...traceIngestKeyCommands(deps),
+    ...auditTokenCommands(deps),
     setSpendCap: (actor: Actor, target: { level: SpendCapLevel; id: string }, change: SpendCapChange) =>
       capped[target.level](actor, target.id, change),
   };

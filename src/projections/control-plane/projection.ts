@@ -1,4 +1,5 @@
 import type { ApiKeyEvent } from '../../commands/api-key/events.js';
+import type { AuditTokenEvent } from '../../commands/audit-token/events.js';
 import type { ConnectionEvent } from '../../commands/connections/events.js';
 import type { OrganizationEvent } from '../../commands/organization/events.js';
 import type { ProjectEvent } from '../../commands/project/events.js';
@@ -16,7 +17,8 @@ type ControlPlaneEvent =
   | UserEvent
   | ApiKeyEvent
   | ConnectionEvent
-  | TraceIngestKeyEvent;
+  | TraceIngestKeyEvent
+  | AuditTokenEvent;
 
 const idOf = (streamId: string) => streamId.slice(streamId.indexOf('-') + 1);
 
@@ -34,6 +36,7 @@ const TABLES = [
   'rm_platform_keys',
   'rm_trace_ingest_keys',
   'rm_spend_caps',
+  'rm_audit_tokens',
 ];
 
 const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
@@ -260,6 +263,28 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
         e.data.enabled,
       ]);
       return;
+    case 'AuditTokenCreated':
+      await c.query(
+        `INSERT INTO rm_audit_tokens (audit_token_id, workspace_id, name, prefix, secret_hash, scopes, created_at, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          e.data.audit_token_id,
+          e.data.workspace_id,
+          e.data.name,
+          e.data.prefix,
+          e.data.secret_hash,
+          e.data.scopes,
+          at,
+          stored.metadata.actor ?? null,
+        ],
+      );
+      return;
+    case 'AuditTokenRevoked':
+      await c.query('UPDATE rm_audit_tokens SET revoked_at = $2 WHERE audit_token_id = $1', [
+        id,
+        e.data.revoked_at,
+      ]);
+      return;
     default: {
       const unknown: never = e;
       throw new Error(`control_plane projection: unhandled event ${(unknown as { type: string }).type}`);
@@ -276,6 +301,7 @@ export const CONTROL_PLANE_CATEGORIES = [
   'connection',
   'platformkey',
   'tracekey',
+  'audittoken',
 ] as const;
 
 export const controlPlaneProjection: Projection = {

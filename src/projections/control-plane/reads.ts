@@ -1,9 +1,10 @@
+import { AUDIT_TOKEN_PREFIX } from '../../commands/audit-token/events.js';
 import { platformKeyAad } from '../../commands/connections/events.js';
 import type { StoredCredential } from '../../commands/connections/ports.js';
 import type { SpendCapLevel } from '../../commands/spend-cap/events.js';
 import { spendCap, spendCaps } from '../../commands/spend-cap/reads.js';
 import type { Pool } from '../../events/postgres/pool.js';
-import { hashSecret } from '../../lib/crypto.js';
+import { hashSecret, safeEqual } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
 import type { CredentialRef } from '../../providers/azure/discover.js';
 
@@ -67,6 +68,24 @@ export interface TraceIngestKeyRow {
   rotated_at: Date | null;
   revoked_at: Date | null;
 }
+export interface AuditTokenRow {
+  id: string;
+  /** The audit tenant the token reads (SPEC 5, 6). */
+  workspace_id: string;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  created_at: Date;
+  /** The actor that minted it: `admin`, `user:<id>` or `cli`. */
+  created_by: string | null;
+  revoked_at: Date | null;
+}
+/** What a live audit read token grants: read the audit trail of one workspace. */
+export interface AuditTokenGrant {
+  audit_token_id: string;
+  workspace_id: string;
+  scopes: string[];
+}
 export interface SessionPrincipal {
   user_id: string;
   email: string;
@@ -79,6 +98,10 @@ const CONNECTION_COLUMNS =
   'connection_id AS id, workspace_id, org_id, project_id, provider, lane, name, base_url, metadata, created_at';
 const TRACE_KEY_COLUMNS =
   'trace_ingest_key_id AS id, project_id, org_id, workspace_id, name, prefix, tracing, created_at, rotated_at, revoked_at';
+const AUDIT_TOKEN_COLUMNS =
+  'audit_token_id AS id, workspace_id, name, prefix, scopes, created_at, created_by, revoked_at';
+/** The shape newSecret gives an audit token: its prefix and 32 random bytes in base64url. */
+const AUDIT_TOKEN_SHAPE = new RegExp(`^${AUDIT_TOKEN_PREFIX}[A-Za-z0-9_-]{43}$`);
 
 const one = <T>(rows: T[]): T | null => rows[0] ?? null;
 
@@ -299,6 +322,56 @@ export class ControlPlaneReads {
         )
       ).rows,
     );
+  }
+
+  async auditToken(id: string) {
+    return one(
+      (
+        await this.pool.query<AuditTokenRow>(
+          `SELECT ${AUDIT_TOKEN_COLUMNS} FROM rm_audit_tokens WHERE audit_token_id = $1`,
+          [id],
+        )
+      ).rows,
+    );
+  }
+
+  /** A live audit read token, or a 404 `audit token not found` (unknown or revoked). */
+  async requireAuditToken(id: string): Promise<AuditTokenRow> {
+    const t = await this.auditToken(id);
+    if (!t || t.revoked_at) throw new ServiceError('not_found', 'audit token not found');
+    return t;
+  }
+
+  /** Audit read tokens, revoked ones included, metadata only: never a secret or its hash. */
+  async auditTokens(filter: { workspaceIds?: readonly string[] }) {
+    const { rows } = await this.pool.query<AuditTokenRow>(
+      `SELECT ${AUDIT_TOKEN_COLUMNS} FROM rm_audit_tokens
+       WHERE ($1::text[] IS NULL OR workspace_id = ANY($1)) ORDER BY created_at, audit_token_id`,
+      [filter.workspaceIds ?? null],
+    );
+    return rows;
+  }
+
+  /**
+   * What a bearer presented to the audit read facade grants (SPEC 5: scope audit:read), or null: not
+   * shaped like an audit token (an API key, a developer token, anything else), unknown, or revoked.
+   * The secret is looked up by its SHA-256 digest, as every verify* here does, and the stored digest
+   * compared in constant time.
+   */
+  async verifyAuditToken(secret: string): Promise<AuditTokenGrant | null> {
+    if (typeof secret !== 'string' || !AUDIT_TOKEN_SHAPE.test(secret)) return null;
+    const digest = hashSecret(secret);
+    const row = one(
+      (
+        await this.pool.query<AuditTokenGrant & { secret_hash: string }>(
+          `SELECT audit_token_id, workspace_id, scopes, secret_hash FROM rm_audit_tokens
+           WHERE secret_hash = $1 AND revoked_at IS NULL`,
+          [digest],
+        )
+      ).rows,
+    );
+    if (!row || !safeEqual(row.secret_hash, digest)) return null;
+    return { audit_token_id: row.audit_token_id, workspace_id: row.workspace_id, scopes: row.scopes };
   }
 
   spendCap(level: SpendCapLevel, targetId: string) {

@@ -7,6 +7,7 @@ import { azureHttp } from '../../../providers/azure/client.js';
 import { discoverDeployments } from '../../../providers/azure/discover.js';
 import { authenticatedApiFamily } from '../api-family.js';
 import { parseBody } from '../body.js';
+import { registerAuditTokenRoutes } from './audit-token-routes.js';
 import {
   actorOf,
   authenticate,
@@ -50,6 +51,7 @@ export const registerControlPlaneRoutes = async (
     });
     controlPlaneRoutes(scope, cp, reads, family.caller);
     registerSpendCapRoutes(scope, cp, reads, family.caller);
+    registerAuditTokenRoutes(scope, cp, reads, family.caller);
   });
 };
 
