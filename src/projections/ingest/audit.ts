@@ -21,6 +21,17 @@ export interface RequestLoggedRecord {
   target: { type: 'request'; id: string };
   occurred_at: string;
   details: Record<string, string | number | boolean | null>;
+  /**
+   * The attempt trail (SPEC 2.4, 7.5): which upstream was tried, what it answered and what the
+   * gateway did next. No upstream message text: it may echo the caller's input.
+   */
+  attempts: {
+    provider: string;
+    endpoint_id: string;
+    status_code: number | null;
+    kind: string | null;
+    outcome: string;
+  }[];
 }
 
 export const requestLoggedRecord = (e: RequestCompleted): RequestLoggedRecord => ({
@@ -41,6 +52,11 @@ export const requestLoggedRecord = (e: RequestCompleted): RequestLoggedRecord =>
     model_served: e.model_served,
     provider: e.provider,
     endpoint_id: e.endpoint_id,
+    // SPEC 7.5: the failure the caller saw, by its stable code (AccessDeniedException, a policy
+    // denial's code, ...); null on success.
+    error_type: e.error?.type ?? null,
+    error_code: e.error?.code ?? null,
+    attempt_count: e.attempts.length,
     billing_status: e.billing.status,
     total_cost_usd: e.total_cost_usd,
     usage_line_count: e.usage_lines.length,
@@ -50,6 +66,13 @@ export const requestLoggedRecord = (e: RequestCompleted): RequestLoggedRecord =>
     response_body_bytes: e.bodies?.response?.byte_count ?? null,
     response_body_blake3: e.bodies?.response?.blake3 ?? null,
   },
+  attempts: e.attempts.map((a) => ({
+    provider: a.provider,
+    endpoint_id: a.endpoint_id,
+    status_code: a.status_code,
+    kind: a.kind,
+    outcome: a.outcome,
+  })),
 });
 
 export const requestLoggedMessageId = (requestId: string): string =>

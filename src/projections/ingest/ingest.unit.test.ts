@@ -200,6 +200,48 @@ describe('audit event data.write.request_logged', () => {
     expect(requestLoggedMessageId('req_01')).toBe('audit:data.write.request_logged:req_01');
   });
 
+  it('carries the failure code and the attempt trail, without upstream message text (SPEC 7.5)', () => {
+    const { envelope } = envelopeOf({
+      status: 'error',
+      http_status: 502,
+      error: { type: 'upstream_error', code: 'AccessDeniedException' },
+      provider: 'bedrock',
+      attempts: [
+        {
+          source: 'bedrock/ep_b',
+          kind: 'UpstreamStatus',
+          status_code: 403,
+          message: 'You do not have access to the model: secret prompt echo',
+          provider: 'bedrock',
+          endpoint_id: 'ep_b',
+          latency_ms: 12,
+          outcome: 'failed',
+        },
+      ],
+    });
+    const record = requestLoggedRecord(envelope);
+    expect(record.details).toMatchObject({
+      status: 'error',
+      http_status: 502,
+      error_type: 'upstream_error',
+      error_code: 'AccessDeniedException',
+      attempt_count: 1,
+    });
+    expect(record.attempts).toEqual([
+      {
+        provider: 'bedrock',
+        endpoint_id: 'ep_b',
+        status_code: 403,
+        kind: 'UpstreamStatus',
+        outcome: 'failed',
+      },
+    ]);
+    expect(canonicalJson(record)).not.toContain('secret prompt echo');
+    const served = requestLoggedRecord(envelopeOf().envelope);
+    expect(served.details).toMatchObject({ error_type: null, error_code: null, attempt_count: 2 });
+    expect(served.attempts.map((a) => a.outcome)).toEqual(['fell_back', 'success']);
+  });
+
   it('messages are built per envelope: one whose tenant id is no subject token is set apart, the others kept', () => {
     const good = envelopeOf({ request_id: 'req_good' }).envelope;
     const dotted = envelopeOf({ request_id: 'req_dot', workspace_id: 'wsp.a' }).envelope;
