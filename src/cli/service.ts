@@ -44,8 +44,8 @@ export interface RunningService {
 
 /** Roles that read or write stored objects; a lean gateway opens none. */
 export const DATA_ROLES: readonly RoleName[] = ['ingest', 'query', 'trace-ingest', 'audit'];
-/** Of those, the roles that read or write analytics rows (trace-ingest only publishes and stores payloads). */
-const ANALYTICS_ROLES: readonly RoleName[] = ['ingest', 'query', 'audit'];
+/** Of those, the roles that read or write analytics rows (trace-ingest only publishes and stores payloads; audit keeps its log in PostgreSQL). */
+const ANALYTICS_ROLES: readonly RoleName[] = ['ingest', 'query'];
 
 export const parseRoles = (value: string | undefined): RoleName[] => {
   if (!value || value === 'all') return [...ROLE_NAMES];

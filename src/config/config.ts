@@ -150,6 +150,14 @@ export const configSchema = z.object({
   SVC_TRACE_MAX_IN_FLIGHT: positiveInt.default(64),
   /** Body bytes of the exports taken in at once (429 past it; one export is always let in). */
   SVC_TRACE_MAX_IN_FLIGHT_BYTES: positiveInt.default(64 * 1024 * 1024),
+  /**
+   * Audit sealing (SPEC 1.8, 6): a tenant's unsealed events become a batch once there are this many,
+   * or once the oldest has waited this long, whichever comes first; due tenants are looked for every
+   * SVC_AUDIT_SEAL_INTERVAL_MS. A busy tenant seals by size, an idle one within half a minute.
+   */
+  SVC_AUDIT_BATCH_MAX_EVENTS: positiveInt.max(1_000_000).default(4_096),
+  SVC_AUDIT_BATCH_MAX_AGE_MS: positiveInt.default(30_000),
+  SVC_AUDIT_SEAL_INTERVAL_MS: positiveInt.default(1_000),
   SVC_BILLING_QUARANTINE_MIN_FAILURES: positiveInt.default(10),
   SVC_BILLING_QUARANTINE_MIN_RATIO_BPS: nonNegativeInt.max(10_000).default(100),
   SVC_BILLING_QUARANTINE_WINDOW_MINUTES: positiveInt.default(60),

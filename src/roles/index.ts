@@ -13,4 +13,5 @@ export const ROLE_FACTORIES: Partial<Record<RoleName, RoleFactory>> = {
   ingest: (ctx) => import('./ingest.js').then((m) => m.ingestRole(ctx)),
   query: (ctx) => import('./query.js').then((m) => m.queryRole(ctx)),
   'trace-ingest': (ctx) => import('./trace-ingest.js').then((m) => m.traceIngestRole(ctx)),
+  audit: (ctx) => import('./audit.js').then((m) => m.auditRole(ctx)),
 };

@@ -30,6 +30,7 @@ export const COMMAND_MODULES: readonly {
   { names: ['wallet', 'ledger'], load: async () => (await import('./wallet.js')).registerWalletCommands },
   { names: ['registration'], load: async () => (await import('./auth.js')).registerAuthCommands },
   { names: ['traces'], load: async () => (await import('./traces.js')).registerTraceCommands },
+  { names: ['audit'], load: async () => (await import('./audit.js')).registerAuditCommands },
 ];
 
 /**

@@ -29,11 +29,12 @@ export const leanHeap = (setting: Config['SVC_HEAP'], roles: readonly RoleName[]
 /**
  * Roles that hold whole batches in memory, where the bound cost throughput (those built so far: a
  * role named but not built yet runs nothing). Trace ingest holds one export per request, as the
- * gateway holds one body, so it stays lean. The query role reads
+ * gateway holds one body, so it stays lean; the audit role holds one batch (SVC_AUDIT_BATCH_MAX_EVENTS
+ * events) at a time. The query role reads
  * page by page: measured with `npm start` under load, the serving process (gateway, control plane,
  * auth, query) used 216 MB RSS with V8's heuristics and 156 MB lean.
  */
-const BATCH_ROLES: readonly RoleName[] = ['ingest', 'audit'];
+const BATCH_ROLES: readonly RoleName[] = ['ingest'];
 
 /** The roles of this process: a `svc serve` that hands ingest to a data process holds no batches. */
 const ownRoles = (config: Config, roles: readonly RoleName[]): RoleName[] =>

@@ -1,0 +1,321 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { KEYS_FORMAT, MANIFEST_FORMAT, type PublishedKeys } from '../../audit/model.js';
+import { type EvidenceFile, type VerifyReport, verifyEvidence } from '../../audit/verify.js';
+import type { BatchView } from '../../projections/audit/reads.js';
+import { type ApiTarget, apiTarget, callApi } from '../http-client.js';
+import { CliError, emit, table } from '../output.js';
+import { progress } from '../progress.js';
+import { registerAuditTokenVerbs } from './audit-tokens.js';
+
+/**
+ * `svc audit` (SPEC 1.8, 4.8, 5): what an auditor runs. `export` fetches a tenant's published keys,
+ * batch archives and manifests through the audit read facade; `verify` checks them offline, with
+ * nothing but the files. Tokens (`svc audit tokens`) are minted by the operator or a workspace
+ * manager; `keys` lists the published signing keys and rotates the active one (operator).
+ */
+
+interface ClientFlags {
+  url?: string;
+  token?: string;
+  tenant?: string;
+  json?: boolean;
+}
+
+/** Exit status of `verify` when the evidence does not hold (2), apart from a usage error (1). */
+export const VERIFY_FAILED_EXIT = 2;
+
+const target = (flags: ClientFlags): ApiTarget =>
+  apiTarget(flags, {
+    url: process.env.SVC_AUDIT_URL,
+    token: process.env.SVC_AUDIT_TOKEN,
+    missingToken: 'no credential: pass --token <audit token> or set SVC_AUDIT_TOKEN',
+  });
+
+/** The admin token reads one tenant named by --tenant; an audit token reads its own workspace. */
+const tenantQuery = (flags: ClientFlags, extra: Record<string, string> = {}) => {
+  const q = new URLSearchParams(extra);
+  if (flags.tenant) q.set('tenant_id', flags.tenant);
+  const s = q.toString();
+  return s ? `?${s}` : '';
+};
+
+const withClient = (cmd: Command) =>
+  cmd
+    .option('--url <url>', 'gateway base URL (default SVC_AUDIT_URL, else this deployment on 127.0.0.1)')
+    .option(
+      '--token <token>',
+      'an audit token with audit:read (default SVC_AUDIT_TOKEN, else the admin token)',
+    )
+    .option(
+      '--tenant <workspace_id>',
+      'with the admin token: the tenant to read (a workspace id, or platform)',
+    )
+    .option('--json', 'print JSON');
+
+const pad = (n: number) => String(n).padStart(12, '0');
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** Evidence files under `paths`: archives (*.json.gz), manifests and key files (*.json, by format). */
+export const collectEvidence = (
+  paths: readonly string[],
+): { archives: EvidenceFile[]; manifests: EvidenceFile[]; keys: PublishedKeys[] } => {
+  const archives: EvidenceFile[] = [];
+  const manifests: EvidenceFile[] = [];
+  const keys: PublishedKeys[] = [];
+  const visit = (path: string) => {
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (!stat) throw new CliError(`${path}: no such file or folder`);
+    if (stat.isDirectory()) {
+      for (const name of readdirSync(path).sort()) visit(join(path, name));
+      return;
+    }
+    if (path.endsWith('.json.gz')) {
+      archives.push({ name: path, bytes: readFileSync(path) });
+      return;
+    }
+    if (!path.endsWith('.json')) return;
+    const bytes = readFileSync(path);
+    let parsed: { format?: unknown; manifest?: { format?: unknown } } | null = null;
+    try {
+      parsed = JSON.parse(bytes.toString('utf8'));
+    } catch {
+      // Not JSON: a manifest of ours never is, so it is left for verify to ignore.
+    }
+    if (parsed?.format === KEYS_FORMAT) keys.push(parsed as unknown as PublishedKeys);
+    else if (parsed?.manifest?.format === MANIFEST_FORMAT || path.includes('manifests'))
+      manifests.push({ name: path, bytes });
+  };
+  for (const p of paths) visit(p);
+  return { archives, manifests, keys };
+};
+
+const readKeys = (path: string): PublishedKeys => {
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as PublishedKeys;
+    if (parsed.format !== KEYS_FORMAT || !Array.isArray(parsed.keys)) throw new Error(`not ${KEYS_FORMAT}`);
+    return parsed;
+  } catch (err) {
+    throw new CliError(
+      `${path} is not a published key file: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+};
+
+const describeFailure = (r: Extract<VerifyReport, { ok: false }>): string =>
+  [
+    'evidence does NOT verify:',
+    r.tenant_id !== null ? `tenant ${r.tenant_id}` : null,
+    r.batch_no !== null ? `batch ${r.batch_no}` : null,
+    r.event_index !== null ? `event ${r.event_index}${r.event_id ? ` (${r.event_id})` : ''}` : null,
+    `in ${r.file}:`,
+    r.reason,
+  ]
+    .filter(Boolean)
+    .join(' ');
+
+export const runVerify = (paths: readonly string[], keysPath?: string): VerifyReport => {
+  const found = collectEvidence(paths);
+  const keySets = keysPath ? [readKeys(keysPath)] : found.keys;
+  if (keySets.length === 0)
+    throw new CliError(
+      'no published keys: pass --keys <keys.json> (GET /api/audit/keys) or verify an export folder',
+    );
+  if (found.archives.length === 0)
+    throw new CliError(`no batch archives (*.json.gz) under ${paths.join(', ')}`);
+  const keys: PublishedKeys = { format: KEYS_FORMAT, keys: keySets.flatMap((k) => k.keys) };
+  return verifyEvidence({ keys, archives: found.archives, manifests: found.manifests });
+};
+
+const printVerify = (report: VerifyReport, json: boolean | undefined) => {
+  emit(json, report, (r) =>
+    r.ok
+      ? [
+          'evidence verifies: signatures, every root, every inclusion proof and the chain of batches',
+          table(r.tenants as unknown as Record<string, unknown>[], [
+            'tenant_id',
+            'batches',
+            'events',
+            'tree_size',
+            'root',
+          ]),
+        ].join('\n')
+      : describeFailure(r),
+  );
+  if (!report.ok) process.exitCode = VERIFY_FAILED_EXIT;
+};
+
+interface ExportSummary {
+  tenant_id: string | null;
+  batches: number;
+  events: number;
+  tree_size: number;
+  root: string | null;
+  written: number;
+  reused: number;
+  out: string;
+  verified: VerifyReport | null;
+}
+
+/** Fetches keys, archives and manifests into `out`; files already there with the right digest are kept. */
+const runExport = async (flags: ClientFlags & { out: string; verify: boolean }): Promise<ExportSummary> => {
+  const t = target(flags);
+  mkdirSync(join(flags.out, 'batches'), { recursive: true });
+  mkdirSync(join(flags.out, 'manifests'), { recursive: true });
+  const keys = await callApi<PublishedKeys>(t, 'the audit API', 'GET', '/api/audit/keys');
+  writeFileSync(join(flags.out, 'keys.json'), `${JSON.stringify(keys, null, 2)}\n`);
+  const batches: BatchView[] = [];
+  for (let after = 0; ; ) {
+    const page = await callApi<{ data: BatchView[]; next_after: number | null }>(
+      t,
+      'the audit API',
+      'GET',
+      `/api/audit/batches${tenantQuery(flags, { after: String(after), limit: '1000' })}`,
+    );
+    batches.push(...page.data);
+    if (page.next_after === null) break;
+    after = page.next_after;
+  }
+  const bar = progress('export batches', { quiet: flags.json });
+  let written = 0;
+  let reused = 0;
+  const fetchFile = async (path: string, digest: string, route: string) => {
+    if (existsSync(path) && sha256(readFileSync(path)) === digest) {
+      reused++;
+      return;
+    }
+    const bytes = await callApi(t, 'the audit API', 'GET', `${route}${tenantQuery(flags)}`, { raw: true });
+    writeFileSync(path, bytes);
+    written++;
+  };
+  try {
+    for (const [i, b] of batches.entries()) {
+      await fetchFile(
+        join(flags.out, 'batches', `${pad(b.batch_no)}.json.gz`),
+        b.archive_sha256,
+        `/api/audit/batches/${b.batch_no}/archive`,
+      );
+      await fetchFile(
+        join(flags.out, 'manifests', `${pad(b.batch_no)}.json`),
+        b.manifest_sha256,
+        `/api/audit/batches/${b.batch_no}/manifest`,
+      );
+      bar.update(i + 1, batches.length);
+    }
+  } finally {
+    bar.stop();
+  }
+  const last = batches[batches.length - 1];
+  const summary: ExportSummary = {
+    tenant_id: last?.head.tenant_id ?? flags.tenant ?? null,
+    batches: batches.length,
+    events: last ? last.tree_size - (batches[0]?.first_index ?? 0) : 0,
+    tree_size: last?.tree_size ?? 0,
+    root: last?.root ?? null,
+    written,
+    reused,
+    out: flags.out,
+    verified: null,
+  };
+  writeFileSync(
+    join(flags.out, 'export.json'),
+    `${JSON.stringify({ ...summary, verified: undefined }, null, 2)}\n`,
+  );
+  if (flags.verify && batches.length > 0) summary.verified = runVerify([flags.out]);
+  return summary;
+};
+
+export const registerAuditCommands = (program: Command): void => {
+  const audit = program
+    .command('audit')
+    .description("audit evidence: export a tenant's signed batches, verify them offline, tokens and keys");
+
+  audit
+    .command('verify')
+    .description(
+      'check batch archives offline: signatures against the published keys, every root, inclusion and ' +
+        'consistency proof, and the manifest chain; exits 2 naming the first batch and event that fail',
+    )
+    .argument('<paths...>', 'archive files (*.json.gz) or folders of them (an export folder holds keys.json)')
+    .option(
+      '--keys <file>',
+      'the published keys (GET /api/audit/keys); default keys.json found in the folders',
+    )
+    .option('--json', 'print JSON')
+    .action((paths: string[], flags: { keys?: string; json?: boolean }) => {
+      printVerify(runVerify(paths, flags.keys), flags.json);
+    });
+
+  withClient(
+    audit
+      .command('export')
+      .description(
+        'write what an auditor takes away: keys.json, every batch archive and manifest of the tenant, ' +
+          'then verify them (files already there with the right digest are kept, so a rerun resumes)',
+      )
+      .requiredOption('--out <folder>', 'folder to write into (created if absent)')
+      .option('--no-verify', 'skip the offline verification after the export'),
+  ).action(async (flags: ClientFlags & { out: string; verify: boolean }) => {
+    const summary = await runExport(flags);
+    emit(flags.json, summary, (s) =>
+      [
+        `exported ${s.batches} batches (${s.written} files written, ${s.reused} already there) of tenant ${s.tenant_id ?? '?'} to ${s.out}`,
+        `tree size ${s.tree_size}, root ${s.root ?? '-'}`,
+        s.verified ? (s.verified.ok ? 'evidence verifies' : describeFailure(s.verified)) : 'not verified',
+      ].join('\n'),
+    );
+    if (summary.verified && !summary.verified.ok) process.exitCode = VERIFY_FAILED_EXIT;
+  });
+
+  withClient(
+    audit.command('status').description('events stored and sealed, and batches, of the tenant'),
+  ).action(async (flags: ClientFlags) => {
+    const status = await callApi<Record<string, unknown>>(
+      target(flags),
+      'the audit API',
+      'GET',
+      `/api/audit${tenantQuery(flags)}`,
+    );
+    emit(flags.json, status, (s) => table([s], ['tenant_id', 'events', 'sealed_events', 'batches']));
+  });
+
+  const keys = audit.command('keys').description('the audit signing keys');
+  withClient(keys.command('list').description('the published signing keys (public halves)')).action(
+    async (flags: ClientFlags) => {
+      const published = await callApi<PublishedKeys>(
+        target(flags),
+        'the audit API',
+        'GET',
+        '/api/audit/keys',
+      );
+      emit(flags.json, published, (p) =>
+        table(p.keys as unknown as Record<string, unknown>[], [
+          'key_id',
+          'algorithm',
+          'created_at',
+          'retired_at',
+          'public_key',
+        ]),
+      );
+    },
+  );
+  withClient(
+    keys.command('rotate').description('retire the active signing key and make a new one (admin token)'),
+  ).action(async (flags: ClientFlags) => {
+    const rotated = await callApi<{ retired: string | null; active: string }>(
+      target(flags),
+      'the audit API',
+      'POST',
+      '/api/audit/keys/rotate',
+    );
+    emit(
+      flags.json,
+      rotated,
+      (r) => `signing key ${r.active} is active${r.retired ? `; ${r.retired} retired` : ''}`,
+    );
+  });
+
+  registerAuditTokenVerbs(audit);
+};

@@ -1,0 +1,118 @@
+import type { Bus, BusMessage } from '../../events/bus.js';
+import type { Pool } from '../../events/postgres/pool.js';
+import { assertOrgId } from '../../objects/port.js';
+import { BatchedConsumer, type Held } from '../batched-consumer.js';
+import { appendAuditEvents, type IncomingAuditEvent } from './log.js';
+
+/**
+ * The audit role's consumer (SPEC 6: `svc.audit.events.<tenant_id>`, ARCHITECTURE.md roles): a
+ * durable consumer that stores each event's canonical bytes in its tenant's log and acks only once
+ * the store committed. Redelivered and duplicated messages dedupe on the event id (log.ts). A
+ * message that is not an audit event of the tenant its subject names is dead-lettered at once
+ * (`invalid_event`); a store that is down leaves the batch for redelivery.
+ */
+
+export const AUDIT_CONSUMER = 'audit-log';
+const PREFIX = 'svc.audit.events.';
+/** Longest event id kept; the producers' ids are far shorter (`audit:<uuid>`, `request_logged:<id>`). */
+const MAX_EVENT_ID = 512;
+
+export interface AuditConsumerOptions {
+  bus: Bus;
+  pool: Pool;
+  consumerName?: string;
+  ackWaitMs?: number;
+  maxDeliveries?: number;
+  /** A batch is stored once it holds this many events, or flushIntervalMs after its first. */
+  flushEvents?: number;
+  flushIntervalMs?: number;
+  onError?: (err: unknown, context: string) => void;
+  onStored?: (stats: { appended: number; duplicates: number }) => void;
+}
+
+export type ParsedAuditMessage = { ok: true; event: IncomingAuditEvent } | { ok: false; detail: string };
+
+/** The tenant comes from the subject; the event must be a JSON object of that tenant with an id. */
+export const parseAuditMessage = (subject: string, data: Uint8Array): ParsedAuditMessage => {
+  if (!subject.startsWith(PREFIX)) return { ok: false, detail: `unexpected subject ${subject}` };
+  const tenantId = subject.slice(PREFIX.length);
+  try {
+    assertOrgId(tenantId);
+  } catch {
+    return { ok: false, detail: `tenant id ${JSON.stringify(tenantId)} is not a plain identifier` };
+  }
+  let record: unknown;
+  try {
+    record = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(data));
+  } catch {
+    return { ok: false, detail: 'the event is not UTF-8 JSON' };
+  }
+  if (!record || typeof record !== 'object' || Array.isArray(record))
+    return { ok: false, detail: 'the event is not a JSON object' };
+  const { event_id: eventId, tenant_id: named } = record as { event_id?: unknown; tenant_id?: unknown };
+  if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > MAX_EVENT_ID)
+    return { ok: false, detail: 'the event has no event_id string' };
+  if (named !== tenantId) return { ok: false, detail: 'the event names another tenant than its subject' };
+  return { ok: true, event: { tenantId, eventId, bytes: data } };
+};
+
+export class AuditConsumer extends BatchedConsumer<IncomingAuditEvent> {
+  private readonly onError: (err: unknown, context: string) => void;
+  private readonly onStored?: (stats: { appended: number; duplicates: number }) => void;
+  private readonly pool: Pool;
+
+  constructor(options: AuditConsumerOptions) {
+    const onError = options.onError ?? (() => {});
+    const flushEvents = options.flushEvents ?? 1_000;
+    super({
+      bus: options.bus,
+      consumerName: options.consumerName ?? AUDIT_CONSUMER,
+      filter: `${PREFIX}>`,
+      consume: {
+        ackWaitMs: options.ackWaitMs ?? 30_000,
+        maxDeliveries: options.maxDeliveries ?? 50,
+        batchSize: 256,
+        // Every event of a tenant shares its subject: held back one at a time, a tenant would be
+        // stored at a few events a second. The log's order is the order events arrive here.
+        perSubjectOrder: false,
+        maxInFlight: 4 * flushEvents,
+        dlqReason: 'store_exhausted',
+        onError: (err) => onError(err, 'audit consumer'),
+      },
+      flushWeight: flushEvents,
+      flushIntervalMs: options.flushIntervalMs ?? 50,
+      // One store at a time: arrival order is the order batches commit in.
+      sequential: true,
+      onError,
+    });
+    this.pool = options.pool;
+    this.onError = onError;
+    this.onStored = options.onStored;
+  }
+
+  protected async accept(m: BusMessage): Promise<{ item: IncomingAuditEvent; weight: number } | null> {
+    const parsed = parseAuditMessage(m.subject, m.data);
+    if (parsed.ok) return { item: parsed.event, weight: 1 };
+    this.onError(new Error(parsed.detail), `invalid_event: ${m.subject}`);
+    await m.deadLetter('invalid_event');
+    return null;
+  }
+
+  protected async write(batch: Held<IncomingAuditEvent>[]): Promise<void> {
+    let stats: { appended: number; duplicates: number };
+    try {
+      stats = await appendAuditEvents(
+        this.pool,
+        batch.map((b) => b.item),
+      );
+    } catch (err) {
+      this.lastError = err;
+      this.onError(err, 'store audit events; left for redelivery');
+      await Promise.allSettled(batch.map((b) => b.message.nak(1_000)));
+      return;
+    }
+    this.lastError = null;
+    await Promise.allSettled(batch.map((b) => b.message.ack()));
+    this.onStored?.(stats);
+  }
+}

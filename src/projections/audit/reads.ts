@@ -1,0 +1,269 @@
+import { consistencyRanges, inclusionRanges } from '../../audit/merkle.js';
+import { archiveKey, type BatchHead, manifestKey } from '../../audit/model.js';
+import type { Pool } from '../../events/postgres/pool.js';
+import { ServiceError } from '../../lib/errors.js';
+import { ObjectNotFoundError, type ObjectStore } from '../../objects/port.js';
+import { computeWith, loadSubtrees } from './subtrees.js';
+
+/**
+ * The audit log's read side (SPEC 4.8 AuditService: ListEvents, GetEvent, GetInclusionProof, and a
+ * consistency proof; SPEC 5 audit read facade). Every method takes the tenant the caller is bound
+ * to and reads only that tenant's rows: an id of another tenant is simply not found.
+ */
+
+export interface AuditEventView {
+  index: number;
+  event_id: string;
+  received_at: string;
+  leaf: string;
+  /** The batch that sealed it; null until sealed. */
+  batch_no: number | null;
+  /** The canonical bytes, parsed (they are JSON); the exact bytes are in `bytes`. */
+  event: unknown;
+  /** base64 of the canonical bytes as received. */
+  bytes: string;
+}
+
+export interface BatchView {
+  batch_no: number;
+  first_index: number;
+  tree_size: number;
+  root: string;
+  head: BatchHead;
+  signature: string;
+  key_id: string;
+  manifest_sha256: string;
+  archive_sha256: string;
+  archive_bytes: number;
+  archive_key: string;
+  manifest_key: string;
+  sealed_at: string;
+}
+
+export interface InclusionProofView {
+  event_id: string;
+  index: number;
+  leaf: string;
+  batch_no: number;
+  tree_size: number;
+  root: string;
+  proof: string[];
+}
+
+export interface ConsistencyProofView {
+  from: { batch_no: number; tree_size: number; root: string };
+  to: { batch_no: number; tree_size: number; root: string };
+  proof: string[];
+}
+
+interface EventRow {
+  idx: string;
+  event_id: string;
+  received_at: Date;
+  leaf: Buffer;
+  bytes: Buffer;
+  batch_no: string | null;
+}
+
+interface BatchRow {
+  batch_no: string;
+  first_index: string;
+  tree_size: string;
+  root: Buffer;
+  head: string;
+  signature: string;
+  key_id: string;
+  manifest_sha256: Buffer;
+  archive_sha256: Buffer;
+  archive_bytes: string;
+  sealed_at: Date;
+}
+
+const eventView = (r: EventRow): AuditEventView => {
+  let event: unknown = null;
+  try {
+    event = JSON.parse(r.bytes.toString('utf8'));
+  } catch {
+    // Stored only after it parsed (consumer.ts); a row that no longer does is shown as bytes only.
+  }
+  return {
+    index: Number(r.idx),
+    event_id: r.event_id,
+    received_at: r.received_at.toISOString(),
+    leaf: r.leaf.toString('hex'),
+    batch_no: r.batch_no === null ? null : Number(r.batch_no),
+    event,
+    bytes: r.bytes.toString('base64'),
+  };
+};
+
+const batchView = (r: BatchRow): BatchView => ({
+  batch_no: Number(r.batch_no),
+  first_index: Number(r.first_index),
+  tree_size: Number(r.tree_size),
+  root: r.root.toString('hex'),
+  head: JSON.parse(r.head) as BatchHead,
+  signature: r.signature,
+  key_id: r.key_id,
+  manifest_sha256: r.manifest_sha256.toString('hex'),
+  archive_sha256: r.archive_sha256.toString('hex'),
+  archive_bytes: Number(r.archive_bytes),
+  archive_key: archiveKey(Number(r.batch_no)),
+  manifest_key: manifestKey(Number(r.batch_no)),
+  sealed_at: r.sealed_at.toISOString(),
+});
+
+const EVENT_COLUMNS = `e.idx, e.event_id, e.received_at, e.leaf, e.bytes,
+  (SELECT b.batch_no FROM audit_batches b WHERE b.tenant_id = e.tenant_id AND b.tree_size > e.idx
+    ORDER BY b.tree_size LIMIT 1) AS batch_no`;
+const BATCH_COLUMNS = `batch_no, first_index, tree_size, root, head, signature, key_id, manifest_sha256,
+  archive_sha256, archive_bytes, sealed_at`;
+
+export const MAX_PAGE = 1_000;
+
+export class AuditReads {
+  constructor(
+    private readonly pool: Pool,
+    private readonly objects: ObjectStore | null,
+  ) {}
+
+  async status(tenantId: string) {
+    const { rows } = await this.pool.query<{ size: string; sealed_size: string; batches: string }>(
+      'SELECT size, sealed_size, batches FROM audit_logs WHERE tenant_id = $1',
+      [tenantId],
+    );
+    const r = rows[0];
+    return {
+      tenant_id: tenantId,
+      events: Number(r?.size ?? 0),
+      sealed_events: Number(r?.sealed_size ?? 0),
+      batches: Number(r?.batches ?? 0),
+    };
+  }
+
+  /** Events in arrival order, from leaf index `after + 1`. */
+  async events(tenantId: string, page: { after?: number; limit?: number } = {}) {
+    const limit = Math.min(Math.max(page.limit ?? 100, 1), MAX_PAGE);
+    const after = page.after ?? -1;
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM audit_events e WHERE e.tenant_id = $1 AND e.idx > $2 ORDER BY e.idx LIMIT $3`,
+      [tenantId, after, limit],
+    );
+    const data = rows.map(eventView);
+    return { data, next_after: data.length === limit ? data[data.length - 1]!.index : null };
+  }
+
+  async event(tenantId: string, eventId: string): Promise<AuditEventView> {
+    const { rows } = await this.pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM audit_events e WHERE e.tenant_id = $1 AND e.event_id = $2`,
+      [tenantId, eventId],
+    );
+    if (!rows[0]) throw new ServiceError('not_found', `no audit event ${eventId}`);
+    return eventView(rows[0]);
+  }
+
+  async batches(tenantId: string, page: { after?: number; limit?: number } = {}) {
+    const limit = Math.min(Math.max(page.limit ?? 100, 1), MAX_PAGE);
+    const { rows } = await this.pool.query<BatchRow>(
+      `SELECT ${BATCH_COLUMNS} FROM audit_batches WHERE tenant_id = $1 AND batch_no > $2 ORDER BY batch_no LIMIT $3`,
+      [tenantId, page.after ?? 0, limit],
+    );
+    const data = rows.map(batchView);
+    return { data, next_after: data.length === limit ? data[data.length - 1]!.batch_no : null };
+  }
+
+  async batch(tenantId: string, batchNo: number): Promise<BatchView> {
+    const { rows } = await this.pool.query<BatchRow>(
+      `SELECT ${BATCH_COLUMNS} FROM audit_batches WHERE tenant_id = $1 AND batch_no = $2`,
+      [tenantId, batchNo],
+    );
+    if (!rows[0]) throw new ServiceError('not_found', `no audit batch ${batchNo}`);
+    return batchView(rows[0]);
+  }
+
+  private async batchOfSize(tenantId: string, treeSize: number) {
+    const { rows } = await this.pool.query<{ batch_no: string; root: Buffer }>(
+      'SELECT batch_no, root FROM audit_batches WHERE tenant_id = $1 AND tree_size = $2',
+      [tenantId, treeSize],
+    );
+    if (!rows[0])
+      throw new ServiceError(
+        'not_found',
+        `no audit batch ends at tree size ${treeSize}; proofs are to signed heads`,
+      );
+    return { batch_no: Number(rows[0].batch_no), tree_size: treeSize, root: rows[0].root.toString('hex') };
+  }
+
+  /**
+   * The proof that the event is in the tree of a signed head: the batch that sealed it, or a later
+   * batch named by its tree size.
+   */
+  async inclusionProof(tenantId: string, eventId: string, treeSize?: number): Promise<InclusionProofView> {
+    const { rows } = await this.pool.query<{ idx: string; leaf: Buffer; sealing: string | null }>(
+      `SELECT e.idx, e.leaf, (SELECT b.tree_size FROM audit_batches b WHERE b.tenant_id = e.tenant_id
+          AND b.tree_size > e.idx ORDER BY b.tree_size LIMIT 1) AS sealing
+         FROM audit_events e WHERE e.tenant_id = $1 AND e.event_id = $2`,
+      [tenantId, eventId],
+    );
+    const row = rows[0];
+    if (!row) throw new ServiceError('not_found', `no audit event ${eventId}`);
+    if (row.sealing === null)
+      throw new ServiceError(
+        'conflict',
+        `audit event ${eventId} is not sealed yet; ask again after its batch is sealed`,
+      );
+    const index = Number(row.idx);
+    const size = treeSize ?? Number(row.sealing);
+    if (size <= index)
+      throw new ServiceError(
+        'bad_request',
+        `tree size ${size} does not include event ${eventId} (index ${index})`,
+      );
+    const head = await this.batchOfSize(tenantId, size);
+    const ranges = inclusionRanges(index, size);
+    const subtrees = await loadSubtrees(this.pool, tenantId, ranges);
+    const proof = await computeWith(this.pool, tenantId, subtrees, () =>
+      ranges.map(([lo, hi]) => subtrees.range(lo, hi).toString('hex')),
+    );
+    return { event_id: eventId, index, leaf: row.leaf.toString('hex'), ...head, proof };
+  }
+
+  /** RFC 9162 consistency proof between two signed heads, named by their tree sizes. */
+  async consistencyProof(tenantId: string, fromSize: number, toSize: number): Promise<ConsistencyProofView> {
+    if (
+      !(Number.isSafeInteger(fromSize) && Number.isSafeInteger(toSize) && fromSize >= 1 && fromSize <= toSize)
+    )
+      throw new ServiceError('bad_request', 'from and to must be tree sizes of signed heads with from <= to');
+    const [from, to] = await Promise.all([
+      this.batchOfSize(tenantId, fromSize),
+      this.batchOfSize(tenantId, toSize),
+    ]);
+    const ranges = consistencyRanges(fromSize, toSize);
+    const subtrees = await loadSubtrees(this.pool, tenantId, ranges);
+    const proof = await computeWith(this.pool, tenantId, subtrees, () =>
+      ranges.map(([lo, hi]) => subtrees.range(lo, hi).toString('hex')),
+    );
+    return { from, to, proof };
+  }
+
+  private async object(tenantId: string, key: string, what: string): Promise<Buffer> {
+    if (!this.objects) throw new ServiceError('service_unavailable', 'no object store in this process');
+    try {
+      return await this.objects.get(tenantId, key);
+    } catch (err) {
+      if (err instanceof ObjectNotFoundError)
+        throw new ServiceError('not_found', `${what} is missing from the object store`);
+      throw err;
+    }
+  }
+
+  async archive(tenantId: string, batchNo: number): Promise<Buffer> {
+    await this.batch(tenantId, batchNo);
+    return this.object(tenantId, archiveKey(batchNo), `the archive of batch ${batchNo}`);
+  }
+
+  async manifest(tenantId: string, batchNo: number): Promise<Buffer> {
+    await this.batch(tenantId, batchNo);
+    return this.object(tenantId, manifestKey(batchNo), `the manifest of batch ${batchNo}`);
+  }
+}

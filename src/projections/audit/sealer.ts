@@ -1,0 +1,326 @@
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import {
+  appendLeaves,
+  consistencyRanges,
+  frontierRanges,
+  inclusionRanges,
+  rootOfFrontier,
+} from '../../audit/merkle.js';
+import {
+  ARCHIVE_FORMAT,
+  type ArchiveEvent,
+  archiveKey,
+  type BatchArchive,
+  type BatchHead,
+  HEAD_FORMAT,
+  MANIFEST_FORMAT,
+  type Manifest,
+  manifestKey,
+} from '../../audit/model.js';
+import { signHead, signManifest } from '../../audit/signing.js';
+import { type Pool, withTransaction } from '../../events/postgres/pool.js';
+import { canonicalJson } from '../../lib/canonical-json.js';
+import type { ObjectStore } from '../../objects/port.js';
+import { activeSigningKey } from './keys.js';
+import { computeWith, Subtrees, TILE } from './subtrees.js';
+
+/**
+ * Sealing (SPEC 1.8, 6): per tenant, the events past the last batch become the next batch once
+ * there are `maxEvents` of them or the oldest has waited `maxAgeMs`, whichever comes first. A batch
+ * head is a signed tree head of the tenant's whole log (RFC 9162), so the consistency proof between
+ * two heads shows the later extends the earlier. One transaction per batch, under a per-tenant
+ * advisory lock: the archive and manifest are written to the object store first (same bytes on a
+ * retry: ed25519 is deterministic and nothing in them reads the clock), then the batch row, the
+ * new subtree hashes and the log's sealed size commit together. A crash before the commit leaves
+ * an archive that the next attempt overwrites with the same bytes; nothing is sealed twice.
+ */
+
+export interface SealPolicy {
+  maxEvents: number;
+  maxAgeMs: number;
+}
+
+export interface SealDeps {
+  pool: Pool;
+  objects: ObjectStore;
+  masterKey: Buffer;
+}
+
+export interface SealedBatch {
+  tenantId: string;
+  batchNo: number;
+  firstIndex: number;
+  treeSize: number;
+  root: string;
+  archiveBytes: number;
+}
+
+const sha256 = (bytes: Uint8Array | string) => createHash('sha256').update(bytes).digest();
+const hex = (b: Buffer) => b.toString('hex');
+
+const DUE = `size > sealed_size
+  AND (size - sealed_size >= $1 OR oldest_unsealed_at <= clock_timestamp() - $2 * interval '1 millisecond')`;
+
+/** Tenants with a batch due now, oldest waiting first. */
+export const dueTenants = async (pool: Pool, policy: SealPolicy, limit = 100): Promise<string[]> => {
+  const { rows } = await pool.query<{ tenant_id: string }>(
+    `SELECT tenant_id FROM audit_logs WHERE ${DUE} ORDER BY oldest_unsealed_at LIMIT $3`,
+    [policy.maxEvents, policy.maxAgeMs, limit],
+  );
+  return rows.map((r) => r.tenant_id);
+};
+
+const isDue = async (pool: Pool, policy: SealPolicy, tenantId: string): Promise<boolean> => {
+  const { rows } = await pool.query(`SELECT 1 FROM audit_logs WHERE tenant_id = $3 AND ${DUE}`, [
+    policy.maxEvents,
+    policy.maxAgeMs,
+    tenantId,
+  ]);
+  return rows.length > 0;
+};
+
+interface LogRow {
+  size: string;
+  sealed_size: string;
+  batches: string;
+  frontier: Buffer;
+  manifest_sha256: Buffer | null;
+}
+
+interface EventRow {
+  idx: string;
+  event_id: string;
+  bytes: Buffer | null;
+  leaf: Buffer;
+  received_at: Date;
+}
+
+/** The stored subtrees of 256 leaves and more that complete inside (s0, s1]. */
+const completedNodes = (s0: number, s1: number): [lo: number, hi: number][] => {
+  const out: [number, number][] = [];
+  for (let size = TILE; size <= s1; size *= 2) {
+    for (let hi = Math.floor(s1 / size) * size; hi > s0 && hi >= size; hi -= size) out.push([hi - size, hi]);
+  }
+  return out;
+};
+
+/** Seals the next batch of one tenant; null when another process holds it or nothing is unsealed. */
+export const sealNextBatch = (
+  deps: SealDeps,
+  tenantId: string,
+  policy: SealPolicy,
+): Promise<SealedBatch | null> =>
+  withTransaction(deps.pool, async (client) => {
+    const lock = await client.query<{ ok: boolean }>(
+      "SELECT pg_try_advisory_xact_lock(hashtext('svc.audit.seal'), hashtext($1)) AS ok",
+      [tenantId],
+    );
+    if (!lock.rows[0]?.ok) return null;
+    const log = (
+      await client.query<LogRow>(
+        'SELECT size, sealed_size, batches, frontier, manifest_sha256 FROM audit_logs WHERE tenant_id = $1',
+        [tenantId],
+      )
+    ).rows[0];
+    if (!log) return null;
+    const s0 = Number(log.sealed_size);
+    const size = Number(log.size);
+    if (size <= s0) return null;
+    const s1 = s0 + Math.min(policy.maxEvents, size - s0);
+    const batchNo = Number(log.batches) + 1;
+    const tileStart = Math.floor(s0 / TILE) * TILE;
+
+    const { rows } = await client.query<EventRow>(
+      `SELECT idx, event_id, CASE WHEN idx >= $2 THEN bytes END AS bytes, leaf, received_at
+         FROM audit_events WHERE tenant_id = $1 AND idx >= $3 AND idx < $4 ORDER BY idx`,
+      [tenantId, s0, tileStart, s1],
+    );
+    if (rows.length !== s1 - tileStart)
+      throw new Error(`audit log of ${tenantId} is missing events in [${tileStart}, ${s1})`);
+
+    const subtrees = new Subtrees(tileStart);
+    const frontier: Buffer[] = [];
+    frontierRanges(s0).forEach(([lo, hi], i) => {
+      const h = log.frontier.subarray(i * 32, i * 32 + 32);
+      frontier.push(h);
+      subtrees.addNode(lo, hi, h);
+    });
+    if (log.frontier.length !== frontier.length * 32)
+      throw new Error(`audit log of ${tenantId}: stored frontier does not match sealed size ${s0}`);
+    for (const r of rows) subtrees.addLeaf(Number(r.idx), r.leaf);
+    const batch = rows.slice(s0 - tileStart);
+    const newFrontier = appendLeaves(
+      frontier,
+      s0,
+      batch.map((r) => r.leaf),
+    );
+    const root = rootOfFrontier(newFrontier);
+    const previousRoot = s0 > 0 ? rootOfFrontier(frontier) : null;
+
+    const { proofs, consistency, nodes } = await computeWith(client, tenantId, subtrees, () => ({
+      proofs: batch.map((r) =>
+        inclusionRanges(Number(r.idx), s1).map(([lo, hi]) => hex(subtrees.range(lo, hi))),
+      ),
+      consistency: s0 > 0 ? consistencyRanges(s0, s1).map(([lo, hi]) => hex(subtrees.range(lo, hi))) : [],
+      nodes: completedNodes(s0, s1).map(([lo, hi]) => ({ lo, hi, hash: subtrees.perfect(lo, hi) })),
+    }));
+
+    const key = await activeSigningKey(client, deps.masterKey);
+    const head: BatchHead = {
+      format: HEAD_FORMAT,
+      tenant_id: tenantId,
+      batch_no: batchNo,
+      first_index: s0,
+      tree_size: s1,
+      root: hex(root),
+      previous_root: previousRoot ? hex(previousRoot) : null,
+      from: batch[0]!.received_at.toISOString(),
+      to: batch[batch.length - 1]!.received_at.toISOString(),
+      key_id: key.keyId,
+    };
+    const signature = signHead(head, key.secretKey);
+    const events: ArchiveEvent[] = batch.map((r, i) => ({
+      index: Number(r.idx),
+      event_id: r.event_id,
+      received_at: r.received_at.toISOString(),
+      bytes: r.bytes!.toString('base64'),
+      leaf: hex(r.leaf),
+      proof: proofs[i]!,
+    }));
+    const archive: BatchArchive = {
+      format: ARCHIVE_FORMAT,
+      head,
+      signature,
+      frontier: frontier.map(hex),
+      consistency,
+      events,
+    };
+    const archiveBytes = gzipSync(canonicalJson(archive));
+    const manifest: Manifest = {
+      format: MANIFEST_FORMAT,
+      tenant_id: tenantId,
+      batch_no: batchNo,
+      head,
+      head_signature: signature,
+      archive: { key: archiveKey(batchNo), sha256: hex(sha256(archiveBytes)), bytes: archiveBytes.length },
+      previous_manifest_sha256: log.manifest_sha256 ? hex(log.manifest_sha256) : null,
+      key_id: key.keyId,
+    };
+    const manifestFile = canonicalJson({ manifest, signature: signManifest(manifest, key.secretKey) });
+    const manifestSha = sha256(manifestFile);
+
+    await deps.objects.put(tenantId, archiveKey(batchNo), archiveBytes);
+    await deps.objects.put(tenantId, manifestKey(batchNo), manifestFile);
+
+    if (nodes.length > 0)
+      await client.query(
+        `INSERT INTO audit_nodes (tenant_id, level, idx, hash)
+         SELECT $1, t.level, t.idx, t.hash FROM unnest($2::smallint[], $3::bigint[], $4::bytea[]) AS t(level, idx, hash)
+         ON CONFLICT DO NOTHING`,
+        [
+          tenantId,
+          nodes.map((n) => Math.log2(n.hi - n.lo)),
+          nodes.map((n) => n.lo / (n.hi - n.lo)),
+          nodes.map((n) => n.hash),
+        ],
+      );
+    await client.query(
+      `INSERT INTO audit_batches (tenant_id, batch_no, first_index, tree_size, root, head, signature, key_id,
+                                  manifest_sha256, archive_sha256, archive_bytes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [
+        tenantId,
+        batchNo,
+        s0,
+        s1,
+        root,
+        canonicalJson(head),
+        signature,
+        key.keyId,
+        manifestSha,
+        sha256(archiveBytes),
+        archiveBytes.length,
+      ],
+    );
+    await client.query(
+      `UPDATE audit_logs SET sealed_size = $2, batches = $3, frontier = $4, manifest_sha256 = $5,
+              oldest_unsealed_at = (SELECT received_at FROM audit_events WHERE tenant_id = $1 AND idx = $2)
+        WHERE tenant_id = $1`,
+      [tenantId, s1, batchNo, Buffer.concat(newFrontier), manifestSha],
+    );
+    return {
+      tenantId,
+      batchNo,
+      firstIndex: s0,
+      treeSize: s1,
+      root: hex(root),
+      archiveBytes: archiveBytes.length,
+    };
+  });
+
+export interface AuditSealerOptions extends SealDeps {
+  policy: SealPolicy;
+  intervalMs: number;
+  onSealed?: (batch: SealedBatch) => void;
+  onError?: (err: unknown, context: string) => void;
+}
+
+/**
+ * Looks for due tenants every `intervalMs` and seals their batches; a tenant with more than one
+ * batch's worth waiting is sealed batch after batch in the same round. Several processes may run
+ * one each: the per-tenant lock lets one seal and the others pass.
+ */
+export class AuditSealer {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  /** The last sealing failure; cleared by a round that succeeds. For /healthz. */
+  lastError: unknown = null;
+
+  constructor(private readonly o: AuditSealerOptions) {}
+
+  start(): void {
+    this.stopped = false;
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One round: every due tenant sealed until none of it is due. */
+  async runOnce(): Promise<SealedBatch[]> {
+    const sealed: SealedBatch[] = [];
+    for (const tenantId of await dueTenants(this.o.pool, this.o.policy)) {
+      for (;;) {
+        if (this.stopped) return sealed;
+        const batch = await sealNextBatch(this.o, tenantId, this.o.policy);
+        if (!batch) break;
+        sealed.push(batch);
+        this.o.onSealed?.(batch);
+        if (!(await isDue(this.o.pool, this.o.policy, tenantId))) break;
+      }
+    }
+    return sealed;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce().then(
+        () => {
+          this.lastError = null;
+        },
+        (err: unknown) => {
+          this.lastError = err;
+          this.o.onError?.(err, 'seal audit batches');
+        },
+      );
+      void this.running.finally(() => this.schedule());
+    }, this.o.intervalMs);
+    this.timer.unref();
+  }
+}

@@ -1,0 +1,89 @@
+import { Counter } from 'prom-client';
+import { addAuditService } from '../edges/grpc/audit.js';
+import { registerAuditRoutes } from '../edges/http/audit/routes.js';
+import { AuditConsumer } from '../projections/audit/consumer.js';
+import { activeSigningKey, publishedKeys, rotateSigningKey } from '../projections/audit/keys.js';
+import { AuditReads } from '../projections/audit/reads.js';
+import { AuditSealer } from '../projections/audit/sealer.js';
+import { ControlPlaneReads } from '../projections/control-plane/reads.js';
+import type { Role, RoleContext } from './role.js';
+
+/**
+ * The audit role (SPEC 1.8, 4.8, 6; ARCHITECTURE.md roles): consumes `svc.audit.events.>` into each
+ * tenant's log, seals signed Merkle batches with their archives and manifests in the object store,
+ * and serves AuditService over gRPC and the `/api/audit` read facade.
+ */
+export const auditRole = (ctx: RoleContext): Role => {
+  const objects = ctx.objects;
+  if (!objects) throw new Error('the audit role needs the object store');
+  const reads = new AuditReads(ctx.pool, objects);
+  const controlPlane = new ControlPlaneReads(ctx.pool);
+  const stored = new Counter({
+    name: 'svc_audit_events_stored_total',
+    help: 'Audit events stored in their tenant log, and deliveries found to be duplicates',
+    labelNames: ['result'] as const,
+    registers: [ctx.metrics],
+  });
+  const sealedEvents = new Counter({
+    name: 'svc_audit_events_sealed_total',
+    help: 'Audit events sealed into signed batches',
+    registers: [ctx.metrics],
+  });
+  const sealedBatches = new Counter({
+    name: 'svc_audit_batches_sealed_total',
+    help: 'Signed audit batches sealed',
+    registers: [ctx.metrics],
+  });
+  const consumer = new AuditConsumer({
+    bus: ctx.bus,
+    pool: ctx.pool,
+    onError: (err, context) => ctx.logger.warn({ err }, context),
+    onStored: (s) => {
+      stored.inc({ result: 'stored' }, s.appended);
+      if (s.duplicates > 0) stored.inc({ result: 'duplicate' }, s.duplicates);
+    },
+  });
+  const sealer = new AuditSealer({
+    pool: ctx.pool,
+    objects,
+    masterKey: ctx.masterKey,
+    policy: {
+      maxEvents: ctx.config.SVC_AUDIT_BATCH_MAX_EVENTS,
+      maxAgeMs: ctx.config.SVC_AUDIT_BATCH_MAX_AGE_MS,
+    },
+    intervalMs: ctx.config.SVC_AUDIT_SEAL_INTERVAL_MS,
+    onSealed: (b) => {
+      sealedBatches.inc();
+      sealedEvents.inc(b.treeSize - b.firstIndex);
+    },
+    onError: (err, context) => ctx.logger.error({ err }, context),
+  });
+  ctx.health.register('audit', async () => {
+    const err = consumer.lastError ?? sealer.lastError;
+    if (err) throw err;
+  });
+  return {
+    name: 'audit',
+    // The first key is made before anything is sealed or published.
+    prepare: async () => {
+      await activeSigningKey(ctx.pool, ctx.masterKey);
+    },
+    http: (app) =>
+      registerAuditRoutes(app, {
+        reads,
+        verifyToken: (secret) => controlPlane.verifyAuditToken(secret),
+        keys: () => publishedKeys(ctx.pool),
+        rotateKey: () => rotateSigningKey(ctx.pool, ctx.masterKey),
+        adminToken: ctx.adminToken,
+      }),
+    grpc: (server) => addAuditService(server, reads, ctx.adminToken),
+    start: async () => {
+      await consumer.start();
+      sealer.start();
+    },
+    stop: async () => {
+      await consumer.stop();
+      await sealer.stop();
+    },
+  };
+};
