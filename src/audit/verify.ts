@@ -380,14 +380,16 @@ const checkTenant = (
       );
     }
     if (!archive) return at(anyFile, `manifest of batch ${no} has no archive`);
-    const broken = checkArchive(archive, keys, previous?.archive.value.head);
+    // Read again, whole, one batch at a time: a tenant's evidence need not fit in memory at once.
+    const full = readArchive(archive.file) as ReadArchive;
+    const broken = checkArchive(full, keys, previous?.archive.value.head);
     if (broken) return broken;
     if (manifestsGiven) {
       if (!manifest) return at(archive.file, `archive of batch ${no} has no manifest`);
-      const brokenManifest = checkManifest(manifest, archive, previous?.manifest, keys);
+      const brokenManifest = checkManifest(manifest, full, previous?.manifest, keys);
       if (brokenManifest) return brokenManifest;
     }
-    events += archive.value.events.length;
+    events += full.value.events.length;
     previous = { no, archive, manifest };
   }
   const last = previous!.archive.value.head;
@@ -428,7 +430,11 @@ export const verifyEvidence = (input: VerifyInput): VerifyReport => {
   for (const file of input.archives) {
     const read = readArchive(file);
     if ('reason' in read) failures.push(read);
-    else push(tenantOf(evidence, read.value.head.tenant_id).archives, read.value.head.batch_no, read);
+    else {
+      // Only the head is kept here; checkTenant reads the events again when it comes to the batch.
+      const head: ReadArchive = { file, value: { ...read.value, events: [] } };
+      push(tenantOf(evidence, read.value.head.tenant_id).archives, read.value.head.batch_no, head);
+    }
   }
   for (const file of input.manifests) {
     const read = readManifest(file);

@@ -41,8 +41,11 @@ const appendTenant = async (
   );
   const size = Number(rows[0]!.size);
   const ids = [...new Set(events.map((e) => e.eventId))];
+  // A join on unnest, not `= ANY`: PostgreSQL then looks each id up in the unique index even before
+  // the table has statistics, where `= ANY` scanned the tenant's whole log (bench:audit).
   const existing = await client.query<{ event_id: string }>(
-    'SELECT event_id FROM audit_events WHERE tenant_id = $1 AND event_id = ANY($2::text[])',
+    `SELECT e.event_id FROM unnest($2::text[]) AS u(id)
+       JOIN audit_events e ON e.tenant_id = $1 AND e.event_id = u.id`,
     [tenantId, ids],
   );
   const seen = new Set(existing.rows.map((r) => r.event_id));

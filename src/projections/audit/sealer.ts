@@ -96,6 +96,16 @@ interface EventRow {
   received_at: Date;
 }
 
+/**
+ * canonicalJson(archive), written out by field in sorted order: the same bytes, without sorting
+ * the keys of thousands of event objects (the archive was a fifth of sealing's CPU, bench:audit).
+ */
+export const archiveJson = (a: BatchArchive): string => {
+  const event = (e: ArchiveEvent) =>
+    `{"bytes":${JSON.stringify(e.bytes)},"event_id":${JSON.stringify(e.event_id)},"index":${e.index},"leaf":${JSON.stringify(e.leaf)},"proof":${JSON.stringify(e.proof)},"received_at":${JSON.stringify(e.received_at)}}`;
+  return `{"consistency":${JSON.stringify(a.consistency)},"events":[${a.events.map(event).join(',')}],"format":${JSON.stringify(a.format)},"frontier":${JSON.stringify(a.frontier)},"head":${canonicalJson(a.head)},"signature":${JSON.stringify(a.signature)}}`;
+};
+
 /** The stored subtrees of 256 leaves and more that complete inside (s0, s1]. */
 const completedNodes = (s0: number, s1: number): [lo: number, hi: number][] => {
   const out: [number, number][] = [];
@@ -180,23 +190,23 @@ export const sealNextBatch = (
       key_id: key.keyId,
     };
     const signature = signHead(head, key.secretKey);
-    const events: ArchiveEvent[] = batch.map((r, i) => ({
-      index: Number(r.idx),
-      event_id: r.event_id,
-      received_at: r.received_at.toISOString(),
-      bytes: r.bytes!.toString('base64'),
-      leaf: hex(r.leaf),
-      proof: proofs[i]!,
-    }));
-    const archive: BatchArchive = {
-      format: ARCHIVE_FORMAT,
-      head,
-      signature,
-      frontier: frontier.map(hex),
-      consistency,
-      events,
-    };
-    const archiveBytes = gzipSync(canonicalJson(archive));
+    const archiveBytes = gzipSync(
+      archiveJson({
+        format: ARCHIVE_FORMAT,
+        head,
+        signature,
+        frontier: frontier.map(hex),
+        consistency,
+        events: batch.map((r, i) => ({
+          index: Number(r.idx),
+          event_id: r.event_id,
+          received_at: r.received_at.toISOString(),
+          bytes: r.bytes!.toString('base64'),
+          leaf: hex(r.leaf),
+          proof: proofs[i]!,
+        })),
+      }),
+    );
     const manifest: Manifest = {
       format: MANIFEST_FORMAT,
       tenant_id: tenantId,

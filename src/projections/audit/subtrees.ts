@@ -104,25 +104,36 @@ export const loadSubtrees = async (
       indexes.push(lo / (hi - lo));
     } else for (let i = lo; i < hi; i++) leafIdx.add(i);
   }
-  if (levels.length > 0) {
-    const { rows } = await db.query<{ level: number; idx: string; hash: Buffer }>(
-      `SELECT n.level, n.idx, n.hash FROM audit_nodes n
-         JOIN unnest($2::smallint[], $3::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx
-        WHERE n.tenant_id = $1`,
-      [tenantId, levels, indexes],
-    );
-    for (const r of rows) {
-      const lo = Number(r.idx) * 2 ** r.level;
-      subtrees.addNode(lo, lo + 2 ** r.level, r.hash);
-    }
+  // Small pieces lie in at most a few tiles: each tile is read as one index range, a plan that does
+  // not depend on the table's statistics (`idx = ANY` scanned the whole log before ANALYZE). The
+  // stored nodes and the tiles are read at once, on separate connections.
+  const tiles = [...new Set([...leafIdx].map((i) => Math.floor(i / TILE)))];
+  const [nodes, ...leaves] = await Promise.all([
+    levels.length === 0
+      ? []
+      : db
+          .query<{ level: number; idx: string; hash: Buffer }>(
+            `SELECT n.level, n.idx, n.hash FROM audit_nodes n
+               JOIN unnest($2::smallint[], $3::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx
+              WHERE n.tenant_id = $1`,
+            [tenantId, levels, indexes],
+          )
+          .then((r) => r.rows),
+    ...tiles.map((t) =>
+      db
+        .query<{ idx: string; leaf: Buffer }>(
+          'SELECT idx, leaf FROM audit_events WHERE tenant_id = $1 AND idx >= $2 AND idx < $3',
+          [tenantId, t * TILE, (t + 1) * TILE],
+        )
+        .then((r) => r.rows),
+    ),
+  ]);
+  for (const r of nodes as { level: number; idx: string; hash: Buffer }[]) {
+    const lo = Number(r.idx) * 2 ** r.level;
+    subtrees.addNode(lo, lo + 2 ** r.level, r.hash);
   }
-  if (leafIdx.size > 0) {
-    const { rows } = await db.query<{ idx: string; leaf: Buffer }>(
-      'SELECT idx, leaf FROM audit_events WHERE tenant_id = $1 AND idx = ANY($2::bigint[])',
-      [tenantId, [...leafIdx]],
-    );
-    for (const r of rows) subtrees.addLeaf(Number(r.idx), r.leaf);
-  }
+  for (const r of (leaves as { idx: string; leaf: Buffer }[][]).flat())
+    subtrees.addLeaf(Number(r.idx), r.leaf);
   return subtrees;
 };
 
