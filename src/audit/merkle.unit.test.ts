@@ -398,27 +398,20 @@ describe('large trees', () => {
     }
   });
 
-  it('builds a million leaves quickly and proves in O(log n)', () => {
+  it("builds a million leaves and proves in O(log n) hashes (timing is bench:audit's)", () => {
     const n = 1_000_000;
     const leaves = Array.from({ length: n }, (_, i) => {
       const b = Buffer.alloc(32);
       b.writeUInt32BE(i);
       return b;
     });
-    const started = performance.now();
     const million = new MerkleTree(leaves);
-    const built = performance.now() - started;
-    const proofStarted = performance.now();
     const proof = million.inclusionProof(777_777, n - 1);
     const consistency = million.consistencyProof(123_457, n - 1);
-    const proved = performance.now() - proofStarted;
     const root = million.root(n - 1);
     expect(verifyInclusion(777_777, n - 1, leaves[777_777]!, proof, root)).toBe(true);
     expect(verifyConsistency(123_457, n - 1, million.root(123_457), root, consistency)).toBe(true);
     expect(proof.length).toBe(20);
-    // Generous bounds: a loaded CI machine is slower, the point is no quadratic blow-up.
-    expect(built).toBeLessThan(5_000);
-    expect(proved).toBeLessThan(50);
-    console.info(`MerkleTree(1M): built in ${built.toFixed(0)} ms, two proofs in ${proved.toFixed(2)} ms`);
+    expect(consistency.length).toBeLessThanOrEqual(2 * 20);
   });
 });
