@@ -50,7 +50,7 @@ export const archiveSchema: z.ZodType<BatchArchive> = z.strictObject({
     z.strictObject({
       index: count,
       event_id: z.string(),
-      received_at: z.string(),
+      received_at: timestamp,
       bytes: base64,
       leaf: hash,
       proof: z.array(hash),

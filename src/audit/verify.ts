@@ -143,10 +143,13 @@ const readJson = <T>(
   return failure(placeOf(file, claimOf(raw), issue), `${what} is malformed: ${describeIssue(issue)}`, true);
 };
 
+/** An archive of the largest batch the sealer makes (65,536 events) is far below this: a file that inflates past it is refused, not held in memory. */
+export const MAX_ARCHIVE_JSON_BYTES = 512 * 1024 * 1024;
+
 const readArchive = (file: EvidenceFile): ReadArchive | Failure => {
   let json: Buffer;
   try {
-    json = gunzipSync(file.bytes);
+    json = gunzipSync(file.bytes, { maxOutputLength: MAX_ARCHIVE_JSON_BYTES });
   } catch (error) {
     return failure(placeOf(file, null), `archive is not valid gzip: ${(error as Error).message}`, true);
   }
@@ -166,14 +169,20 @@ const readManifest = (file: EvidenceFile): ReadManifest | Failure => {
   return 'value' in read ? { file, value: read.value } : read;
 };
 
+interface KnownKey {
+  publicKey: string;
+  /** A key signs nothing that arrived after it was retired. */
+  retiredAt: string | null;
+}
+
 /** The keys file is evidence too: a key_id that is not its key's digest names nothing. */
-const readKeys = (keys: PublishedKeys): Map<string, string> | Failure => {
+const readKeys = (keys: PublishedKeys): Map<string, KnownKey> | Failure => {
   const where: Where = { tenant_id: null, batch_no: null, event_index: null, event_id: null, file: 'keys' };
   const parsed = keysSchema.safeParse(keys);
   if (!parsed.success) {
     return failure(where, `published keys are malformed: ${describeIssue(parsed.error.issues[0]!)}`, true);
   }
-  const byId = new Map<string, string>();
+  const byId = new Map<string, KnownKey>();
   for (const key of parsed.data.keys) {
     if (keyIdOf(Buffer.from(key.public_key, 'hex')) !== key.key_id) {
       return failure(
@@ -181,7 +190,7 @@ const readKeys = (keys: PublishedKeys): Map<string, string> | Failure => {
         `published key ${key.key_id}: key_id is not the SHA-256 prefix of its public key`,
       );
     }
-    byId.set(key.key_id, key.public_key);
+    byId.set(key.key_id, { publicKey: key.public_key, retiredAt: key.retired_at });
   }
   return byId;
 };
@@ -204,7 +213,7 @@ const fromHex = (h: string) => Buffer.from(h, 'hex');
 
 const checkArchive = (
   { file, value: archive }: ReadArchive,
-  keys: Map<string, string>,
+  keys: Map<string, KnownKey>,
   previous: BatchHead | undefined,
 ): Failure | undefined => {
   const { head } = archive;
@@ -212,11 +221,21 @@ const checkArchive = (
   const at = (reason: string, event_index: number | null = null, event_id: string | null = null) =>
     failure({ tenant_id: head.tenant_id, batch_no, event_index, event_id, file: file.name }, reason);
 
-  const publicKey = keys.get(head.key_id);
-  if (publicKey === undefined)
+  const key = keys.get(head.key_id);
+  if (key === undefined)
     return at(`unknown key id ${head.key_id}: the head is not signed by a published key`);
-  if (!verifyHead(head, archive.signature, publicKey)) {
+  if (!verifyHead(head, archive.signature, key.publicKey)) {
     return at(`head signature does not verify under key ${head.key_id}`);
+  }
+  // ISO 8601 UTC with milliseconds (the schema) orders as text.
+  if (key.retiredAt !== null && head.to > key.retiredAt) {
+    return at(
+      `signed by key ${head.key_id}, retired at ${key.retiredAt}, for events that arrived after (${head.to})`,
+    );
+  }
+  if (head.from > head.to) return at(`time range runs backwards: from ${head.from} is after to ${head.to}`);
+  if (previous !== undefined && head.from < previous.to) {
+    return at(`time range starts at ${head.from}, before batch ${previous.batch_no} ended (${previous.to})`);
   }
   if (tree_size <= first_index)
     return at(`batch holds no events: tree_size ${tree_size}, first_index ${first_index}`);
@@ -303,7 +322,7 @@ const checkManifest = (
   { file, value: signed }: ReadManifest,
   archive: ReadArchive,
   previous: ReadManifest | undefined,
-  keys: Map<string, string>,
+  keys: Map<string, KnownKey>,
 ): Failure | undefined => {
   const { manifest } = signed;
   const { batch_no } = manifest;
@@ -313,7 +332,7 @@ const checkManifest = (
       reason,
     );
 
-  const publicKey = keys.get(manifest.key_id);
+  const publicKey = keys.get(manifest.key_id)?.publicKey;
   if (publicKey === undefined)
     return at(`unknown key id ${manifest.key_id}: the manifest is not signed by a published key`);
   if (!verifyManifest(manifest, signed.signature, publicKey)) {
@@ -355,7 +374,7 @@ interface TenantEvidence {
 const checkTenant = (
   tenant_id: string,
   { archives, manifests }: TenantEvidence,
-  keys: Map<string, string>,
+  keys: Map<string, KnownKey>,
 ): Failure | TenantSummary => {
   const manifestsGiven = manifests.size > 0;
   const batchNos = [...new Set([...archives.keys(), ...manifests.keys()])].sort((a, b) => a - b);

@@ -338,6 +338,18 @@ describe('tampered heads and batches', () => {
     });
   });
 
+  it('a head signed by a key for events that arrived after the key was retired', () => {
+    const retiredEarly: PublishedKeys = {
+      ...keys,
+      keys: keys.keys.map((k) =>
+        k.key_id === key.keyId ? { ...k, retired_at: '2024-12-31T00:00:00.000Z' } : k,
+      ),
+    };
+    const report = verify(logA.archives, logA.manifests, retiredEarly);
+    expectFailure(report, { tenant_id: 'tenant-a', batch_no: 1 });
+    expect(report.ok ? '' : report.reason).toMatch(/retired/);
+  });
+
   it('a head edited after signing', () => {
     const file = tamperArchive(logA.archives[2]!, (a) => {
       a.head.to = '2030-01-01T00:00:00.000Z';

@@ -155,7 +155,7 @@ export const configSchema = z.object({
    * or once the oldest has waited this long, whichever comes first; due tenants are looked for every
    * SVC_AUDIT_SEAL_INTERVAL_MS. A busy tenant seals by size, an idle one within half a minute.
    */
-  SVC_AUDIT_BATCH_MAX_EVENTS: positiveInt.max(1_000_000).default(4_096),
+  SVC_AUDIT_BATCH_MAX_EVENTS: positiveInt.max(65_536).default(4_096),
   SVC_AUDIT_BATCH_MAX_AGE_MS: positiveInt.default(30_000),
   SVC_AUDIT_SEAL_INTERVAL_MS: positiveInt.default(1_000),
   SVC_BILLING_QUARANTINE_MIN_FAILURES: positiveInt.default(10),

@@ -20,7 +20,7 @@ export const auditRole = (ctx: RoleContext): Role => {
   const controlPlane = new ControlPlaneReads(ctx.pool);
   const stored = new Counter({
     name: 'svc_audit_events_stored_total',
-    help: 'Audit events stored in their tenant log, and deliveries found to be duplicates',
+    help: 'Audit events stored in their tenant log (stored), deliveries of a stored event (duplicate), and other bytes under a stored id (conflict, kept out)',
     labelNames: ['result'] as const,
     registers: [ctx.metrics],
   });
@@ -40,7 +40,14 @@ export const auditRole = (ctx: RoleContext): Role => {
     onError: (err, context) => ctx.logger.warn({ err }, context),
     onStored: (s) => {
       stored.inc({ result: 'stored' }, s.appended);
-      if (s.duplicates > 0) stored.inc({ result: 'duplicate' }, s.duplicates);
+      if (s.duplicates > s.conflicts) stored.inc({ result: 'duplicate' }, s.duplicates - s.conflicts);
+      if (s.conflicts > 0) {
+        stored.inc({ result: 'conflict' }, s.conflicts);
+        ctx.logger.error(
+          { conflicts: s.conflicts },
+          'audit events arrived under an id already stored with other bytes; the stored event was kept',
+        );
+      }
     },
   });
   const sealer = new AuditSealer({

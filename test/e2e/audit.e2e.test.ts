@@ -221,6 +221,28 @@ describe('audit evidence (SPEC 1.8, 6)', () => {
       },
       () => ({ batch_no: 1 }),
     ],
+    [
+      'the last batch cut off the end (export.json records where the log ended)',
+      (dir: string) => {
+        const last = JSON.parse(readFileSync(join(dir, 'export.json'), 'utf8')).batches as number;
+        rmSync(archivePath(dir, last));
+        rmSync(join(dir, 'manifests', `${pad(last)}.json`));
+      },
+      () => ({ batch_no: null }),
+    ],
+    [
+      'batch 1 left out',
+      (dir: string) => {
+        rmSync(archivePath(dir, 1));
+        rmSync(join(dir, 'manifests', `${pad(1)}.json`));
+      },
+      () => ({}),
+    ],
+    [
+      'the manifests left out',
+      (dir: string) => rmSync(join(dir, 'manifests'), { recursive: true }),
+      () => ({}),
+    ],
   ])('svc audit verify detects %s and exits non-zero naming where', async (_name, change, where) => {
     const original = readArchive(join(out, 'a'), 2);
     expect(original.events.length).toBeGreaterThanOrEqual(3);
@@ -315,6 +337,8 @@ describe('audit evidence (SPEC 1.8, 6)', () => {
     expect(noAuth.status).toBe(401);
     expect((await api('/api/audit/events', gw.admin)).status).toBe(400);
     expect((await api(`/api/audit/events?tenant_id=${b.workspace_id}`, gw.admin)).status).toBe(200);
+    // An audit token names no other tenant: refused, not quietly answered with its own.
+    expect((await api(`/api/audit/events?tenant_id=${b.workspace_id}`, a.token)).status).toBe(400);
     // A revoked token stops working.
     const extra = await auditToken(a.workspace_id);
     expect((await api('/api/audit', extra.secret)).status).toBe(200);

@@ -24,6 +24,16 @@ interface ClientFlags {
   json?: boolean;
 }
 
+/** What `export` records of the tenant's log when it wrote the folder (export.json). */
+const EXPORT_FORMAT = 'svc.audit.export.v1';
+interface ExportRecord {
+  format: typeof EXPORT_FORMAT;
+  tenant_id: string;
+  batches: number;
+  tree_size: number;
+  root: string;
+}
+
 /** Exit status of `verify` when the evidence does not hold (2), apart from a usage error (1). */
 export const VERIFY_FAILED_EXIT = 2;
 
@@ -61,10 +71,16 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 /** Evidence files under `paths`: archives (*.json.gz), manifests and key files (*.json, by format). */
 export const collectEvidence = (
   paths: readonly string[],
-): { archives: EvidenceFile[]; manifests: EvidenceFile[]; keys: PublishedKeys[] } => {
+): {
+  archives: EvidenceFile[];
+  manifests: EvidenceFile[];
+  keys: PublishedKeys[];
+  exports: { name: string; value: ExportRecord }[];
+} => {
   const archives: EvidenceFile[] = [];
   const manifests: EvidenceFile[] = [];
   const keys: PublishedKeys[] = [];
+  const exports: { name: string; value: ExportRecord }[] = [];
   const visit = (path: string) => {
     const stat = statSync(path, { throwIfNoEntry: false });
     if (!stat) throw new CliError(`${path}: no such file or folder`);
@@ -85,11 +101,13 @@ export const collectEvidence = (
       // Not JSON: a manifest of ours never is, so it is left for verify to ignore.
     }
     if (parsed?.format === KEYS_FORMAT) keys.push(parsed as unknown as PublishedKeys);
+    else if (parsed?.format === EXPORT_FORMAT)
+      exports.push({ name: path, value: parsed as unknown as ExportRecord });
     else if (parsed?.manifest?.format === MANIFEST_FORMAT || path.includes('manifests'))
       manifests.push({ name: path, bytes });
   };
   for (const p of paths) visit(p);
-  return { archives, manifests, keys };
+  return { archives, manifests, keys, exports };
 };
 
 const readKeys = (path: string): PublishedKeys => {
@@ -104,36 +122,91 @@ const readKeys = (path: string): PublishedKeys => {
   }
 };
 
-const describeFailure = (r: Extract<VerifyReport, { ok: false }>): string =>
-  [
-    'evidence does NOT verify:',
-    r.tenant_id !== null ? `tenant ${r.tenant_id}` : null,
-    r.batch_no !== null ? `batch ${r.batch_no}` : null,
-    r.event_index !== null ? `event ${r.event_index}${r.event_id ? ` (${r.event_id})` : ''}` : null,
-    `in ${r.file}:`,
-    r.reason,
-  ]
-    .filter(Boolean)
-    .join(' ');
+/** Control characters and bidirectional overrides of evidence are shown escaped, never interpreted by the terminal. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters it escapes
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const visible = (text: string): string =>
+  text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
-export const runVerify = (paths: readonly string[], keysPath?: string): VerifyReport => {
+const describeFailure = (r: Extract<VerifyReport, { ok: false }>): string =>
+  visible(
+    [
+      'evidence does NOT verify:',
+      r.tenant_id !== null ? `tenant ${r.tenant_id}` : null,
+      r.batch_no !== null ? `batch ${r.batch_no}` : null,
+      r.event_index !== null
+        ? `event ${r.event_index}${r.event_id ? ` (${JSON.stringify(r.event_id)})` : ''}`
+        : null,
+      `in ${r.file}:`,
+      r.reason,
+    ]
+      .filter(Boolean)
+      .join(' '),
+  );
+
+export interface VerifyOptions {
+  keysPath?: string;
+  /** Evidence that starts after batch 1 (a later range) is accepted; by default it is a failure. */
+  partial?: boolean;
+  /** Archives without their manifests are accepted (manifests cover arrival times and archive digests). */
+  archivesOnly?: boolean;
+}
+
+const fail = (reason: string, tenantId: string | null = null, file = ''): VerifyReport => ({
+  ok: false,
+  tenant_id: tenantId,
+  batch_no: null,
+  event_index: null,
+  event_id: null,
+  file,
+  reason,
+});
+
+/**
+ * verifyEvidence, and what only the whole set can show: every tenant's evidence starts at batch 1
+ * (else batches were left out), manifests are there, and an export's own record (export.json) names
+ * the tree size and root the evidence ends at, so batches cut off the end are found too.
+ */
+export const runVerify = (paths: readonly string[], options: VerifyOptions = {}): VerifyReport => {
   const found = collectEvidence(paths);
-  const keySets = keysPath ? [readKeys(keysPath)] : found.keys;
+  const keySets = options.keysPath ? [readKeys(options.keysPath)] : found.keys;
   if (keySets.length === 0)
     throw new CliError(
       'no published keys: pass --keys <keys.json> (GET /api/audit/keys) or verify an export folder',
     );
   if (found.archives.length === 0)
     throw new CliError(`no batch archives (*.json.gz) under ${paths.join(', ')}`);
+  if (found.manifests.length === 0 && !options.archivesOnly)
+    return fail(
+      'no manifests found beside the archives: without them arrival times and archive digests are unchecked (--archives-only to accept that)',
+    );
   const keys: PublishedKeys = { format: KEYS_FORMAT, keys: keySets.flatMap((k) => k.keys) };
-  return verifyEvidence({ keys, archives: found.archives, manifests: found.manifests });
+  const report = verifyEvidence({ keys, archives: found.archives, manifests: found.manifests });
+  if (!report.ok) return report;
+  for (const t of report.tenants) {
+    if (t.events !== t.tree_size && !options.partial)
+      return fail(
+        `the evidence starts at index ${t.tree_size - t.events}, not at batch 1: earlier batches are missing (--partial to verify a later range)`,
+        t.tenant_id,
+      );
+  }
+  for (const record of found.exports) {
+    const t = report.tenants.find((x) => x.tenant_id === record.value.tenant_id);
+    if (!t || t.tree_size !== record.value.tree_size || t.root !== record.value.root)
+      return fail(
+        `${record.name} records tree size ${record.value.tree_size} and root ${record.value.root}; the evidence ends at ${t ? `tree size ${t.tree_size}, root ${t.root}` : 'nothing of that tenant'}: batches are missing`,
+        record.value.tenant_id,
+        record.name,
+      );
+  }
+  return report;
 };
 
 const printVerify = (report: VerifyReport, json: boolean | undefined) => {
   emit(json, report, (r) =>
     r.ok
       ? [
-          'evidence verifies: signatures, every root, every inclusion proof and the chain of batches',
+          'evidence verifies: signatures, every root, every inclusion and consistency proof, the chain of batches and of manifests, from batch 1',
           table(r.tenants as unknown as Record<string, unknown>[], [
             'tenant_id',
             'batches',
@@ -219,10 +292,16 @@ const runExport = async (flags: ClientFlags & { out: string; verify: boolean }):
     out: flags.out,
     verified: null,
   };
-  writeFileSync(
-    join(flags.out, 'export.json'),
-    `${JSON.stringify({ ...summary, verified: undefined }, null, 2)}\n`,
-  );
+  if (last) {
+    const record: ExportRecord = {
+      format: EXPORT_FORMAT,
+      tenant_id: last.head.tenant_id,
+      batches: batches.length,
+      tree_size: last.tree_size,
+      root: last.root,
+    };
+    writeFileSync(join(flags.out, 'export.json'), `${JSON.stringify(record, null, 2)}\n`);
+  }
   if (flags.verify && batches.length > 0) summary.verified = runVerify([flags.out]);
   return summary;
 };
@@ -243,10 +322,24 @@ export const registerAuditCommands = (program: Command): void => {
       '--keys <file>',
       'the published keys (GET /api/audit/keys); default keys.json found in the folders',
     )
+    .option('--partial', 'accept evidence that starts after batch 1 (a later range of the log)')
+    .option('--archives-only', 'accept archives without their manifests')
     .option('--json', 'print JSON')
-    .action((paths: string[], flags: { keys?: string; json?: boolean }) => {
-      printVerify(runVerify(paths, flags.keys), flags.json);
-    });
+    .action(
+      (
+        paths: string[],
+        flags: { keys?: string; partial?: boolean; archivesOnly?: boolean; json?: boolean },
+      ) => {
+        printVerify(
+          runVerify(paths, {
+            keysPath: flags.keys,
+            partial: flags.partial,
+            archivesOnly: flags.archivesOnly,
+          }),
+          flags.json,
+        );
+      },
+    );
 
   withClient(
     audit

@@ -1,5 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import { ServiceError } from '../../lib/errors.js';
+import { unstorableText } from '../../lib/storable.js';
 import type { AuditEventView, AuditReads } from '../../projections/audit/reads.js';
 import { loadService } from './server.js';
 import { unary } from './unary.js';
@@ -15,9 +16,15 @@ const tenantOf = (r: Req): string => {
   return tenant;
 };
 
+/** As the audit consumer takes them (consumer.ts): at most 512 characters PostgreSQL can store. */
 const eventIdOf = (r: Req): string => {
   const id = typeof r.event_id === 'string' ? r.event_id : '';
   if (!id) throw new ServiceError('bad_request', 'event_id is required');
+  if (id.length > 512 || unstorableText(id) !== null)
+    throw new ServiceError(
+      'bad_request',
+      'event_id is not an audit event id (at most 512 characters, well-formed, no NUL)',
+    );
   return id;
 };
 

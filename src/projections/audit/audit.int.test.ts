@@ -137,6 +137,23 @@ describe('the audit log', () => {
     expect(log.rows[0].size).toBe(3);
   });
 
+  it('keeps the first event of an id and counts other bytes under it as a conflict, not a redelivery', async () => {
+    const t = 'wsp_conflict';
+    const first = eventOf(t, 'ev_same', { v: 1 });
+    expect(await appendAuditEvents(db.pool, [first])).toEqual({ appended: 1, duplicates: 0, conflicts: 0 });
+    const other = eventOf(t, 'ev_same', { v: 2 });
+    expect(await appendAuditEvents(db.pool, [first, other, eventOf(t, 'ev_next')])).toEqual({
+      appended: 1,
+      duplicates: 2,
+      conflicts: 1,
+    });
+    const { rows } = await db.pool.query(
+      'SELECT bytes FROM audit_events WHERE tenant_id = $1 AND event_id = $2',
+      [t, 'ev_same'],
+    );
+    expect(Buffer.from(rows[0].bytes).equals(Buffer.from(first.bytes))).toBe(true);
+  });
+
   it('seals batches whose roots, proofs from storage and archives verify, across stored subtrees', async () => {
     const t = 'wsp_seal';
     // 1,000 events in uneven appends: crosses tiles of 256 and the 512 subtree.

@@ -1,8 +1,11 @@
 import type { Bus, BusMessage } from '../../events/bus.js';
 import type { Pool } from '../../events/postgres/pool.js';
+import { canonicalJson } from '../../lib/canonical-json.js';
+import { nestsDeeperThan } from '../../lib/json-depth.js';
+import { MAX_STORABLE_DEPTH, unstorableText } from '../../lib/storable.js';
 import { assertOrgId } from '../../objects/port.js';
 import { BatchedConsumer, type Held } from '../batched-consumer.js';
-import { appendAuditEvents, type IncomingAuditEvent } from './log.js';
+import { type AppendResult, appendAuditEvents, type IncomingAuditEvent } from './log.js';
 
 /**
  * The audit role's consumer (SPEC 6: `svc.audit.events.<tenant_id>`, ARCHITECTURE.md roles): a
@@ -27,12 +30,20 @@ export interface AuditConsumerOptions {
   flushEvents?: number;
   flushIntervalMs?: number;
   onError?: (err: unknown, context: string) => void;
-  onStored?: (stats: { appended: number; duplicates: number }) => void;
+  onStored?: (stats: AppendResult) => void;
 }
 
 export type ParsedAuditMessage = { ok: true; event: IncomingAuditEvent } | { ok: false; detail: string };
 
-/** The tenant comes from the subject; the event must be a JSON object of that tenant with an id. */
+/** Larger than any audit record this service writes (a request's is about 1 KB). */
+export const MAX_EVENT_BYTES = 256 * 1024;
+
+/**
+ * The tenant comes from the subject; the event must be a JSON object of that tenant with an id, in
+ * canonical JSON (what every producer sends: keys sorted, no repeated key, no whitespace, nesting
+ * within MAX_STORABLE_DEPTH), so its bytes mean one thing to every reader. An id PostgreSQL cannot
+ * store as it is (NUL, an unpaired surrogate) is refused here, not at the insert.
+ */
 export const parseAuditMessage = (subject: string, data: Uint8Array): ParsedAuditMessage => {
   if (!subject.startsWith(PREFIX)) return { ok: false, detail: `unexpected subject ${subject}` };
   const tenantId = subject.slice(PREFIX.length);
@@ -41,9 +52,14 @@ export const parseAuditMessage = (subject: string, data: Uint8Array): ParsedAudi
   } catch {
     return { ok: false, detail: `tenant id ${JSON.stringify(tenantId)} is not a plain identifier` };
   }
+  if (data.byteLength > MAX_EVENT_BYTES)
+    return { ok: false, detail: `the event has ${data.byteLength} bytes, more than ${MAX_EVENT_BYTES}` };
+  let text: string;
   let record: unknown;
   try {
-    record = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(data));
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(data);
+    if (nestsDeeperThan(text, MAX_STORABLE_DEPTH)) return { ok: false, detail: 'the event nests too deep' };
+    record = JSON.parse(text);
   } catch {
     return { ok: false, detail: 'the event is not UTF-8 JSON' };
   }
@@ -52,13 +68,27 @@ export const parseAuditMessage = (subject: string, data: Uint8Array): ParsedAudi
   const { event_id: eventId, tenant_id: named } = record as { event_id?: unknown; tenant_id?: unknown };
   if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > MAX_EVENT_ID)
     return { ok: false, detail: 'the event has no event_id string' };
+  const bad = unstorableText(eventId);
+  if (bad) return { ok: false, detail: `the event_id ${bad}` };
   if (named !== tenantId) return { ok: false, detail: 'the event names another tenant than its subject' };
+  let canonical: string;
+  try {
+    canonical = canonicalJson(record);
+  } catch {
+    return { ok: false, detail: 'the event is not canonical JSON' };
+  }
+  if (canonical !== text) return { ok: false, detail: 'the event is not canonical JSON' };
   return { ok: true, event: { tenantId, eventId, bytes: data } };
+};
+
+const isDataError = (err: unknown): boolean => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 };
 
 export class AuditConsumer extends BatchedConsumer<IncomingAuditEvent> {
   private readonly onError: (err: unknown, context: string) => void;
-  private readonly onStored?: (stats: { appended: number; duplicates: number }) => void;
+  private readonly onStored?: (stats: AppendResult) => void;
   private readonly pool: Pool;
 
   constructor(options: AuditConsumerOptions) {
@@ -99,13 +129,24 @@ export class AuditConsumer extends BatchedConsumer<IncomingAuditEvent> {
   }
 
   protected async write(batch: Held<IncomingAuditEvent>[]): Promise<void> {
-    let stats: { appended: number; duplicates: number };
+    let stats: AppendResult;
     try {
       stats = await appendAuditEvents(
         this.pool,
         batch.map((b) => b.item),
       );
     } catch (err) {
+      // PostgreSQL refused the data itself (class 22 data exception, 23 integrity): one event must not
+      // hold back the others, so each is stored alone, and one refused alone is dead-lettered.
+      if (isDataError(err)) {
+        if (batch.length > 1) {
+          for (const one of batch) await this.write([one]);
+          return;
+        }
+        this.onError(err, `invalid_event: ${batch[0]!.message.subject}`);
+        await batch[0]!.message.deadLetter('invalid_event');
+        return;
+      }
       this.lastError = err;
       this.onError(err, 'store audit events; left for redelivery');
       await Promise.allSettled(batch.map((b) => b.message.nak(1_000)));

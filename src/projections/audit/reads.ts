@@ -113,6 +113,9 @@ const batchView = (r: BatchRow): BatchView => ({
   sealed_at: r.sealed_at.toISOString(),
 });
 
+/** An id as quoted back in a message: never the whole of a 100,000-character one. */
+const quoted = (id: string) => JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}...` : id);
+
 const EVENT_COLUMNS = `e.idx, e.event_id, e.received_at, e.leaf, e.bytes,
   (SELECT b.batch_no FROM audit_batches b WHERE b.tenant_id = e.tenant_id AND b.tree_size > e.idx
     ORDER BY b.tree_size LIMIT 1) AS batch_no`;
@@ -158,7 +161,7 @@ export class AuditReads {
       `SELECT ${EVENT_COLUMNS} FROM audit_events e WHERE e.tenant_id = $1 AND e.event_id = $2`,
       [tenantId, eventId],
     );
-    if (!rows[0]) throw new ServiceError('not_found', `no audit event ${eventId}`);
+    if (!rows[0]) throw new ServiceError('not_found', `no audit event ${quoted(eventId)}`);
     return eventView(rows[0]);
   }
 
@@ -206,18 +209,18 @@ export class AuditReads {
       [tenantId, eventId],
     );
     const row = rows[0];
-    if (!row) throw new ServiceError('not_found', `no audit event ${eventId}`);
+    if (!row) throw new ServiceError('not_found', `no audit event ${quoted(eventId)}`);
     if (row.sealing === null)
       throw new ServiceError(
         'conflict',
-        `audit event ${eventId} is not sealed yet; ask again after its batch is sealed`,
+        `audit event ${quoted(eventId)} is not sealed yet; ask again after its batch is sealed`,
       );
     const index = Number(row.idx);
     const size = treeSize ?? Number(row.sealing);
     if (size <= index)
       throw new ServiceError(
         'bad_request',
-        `tree size ${size} does not include event ${eventId} (index ${index})`,
+        `tree size ${size} does not include event ${quoted(eventId)} (index ${index})`,
       );
     const head = await this.batchOfSize(tenantId, size);
     const ranges = inclusionRanges(index, size);

@@ -89,6 +89,15 @@ export const registerAuditRoutes = async (app: FastifyInstance, deps: AuditRoute
         if (!identity) throw new ServiceError('unauthenticated', 'not a valid audit token');
         if (!identity.scopes.includes(AUDIT_READ_SCOPE))
           throw new ServiceError('forbidden', `this token does not carry the ${AUDIT_READ_SCOPE} scope`);
+        const asked = query(request).tenant_id;
+        if (asked !== undefined && asked !== identity.workspace_id)
+          throw new ServiceError(
+            'bad_request',
+            'an audit token reads its own workspace; tenant_id is for the operator',
+            {
+              param: 'tenant_id',
+            },
+          );
         return { tenantId: identity.workspace_id };
       },
     });
