@@ -139,6 +139,50 @@ describe('audit evidence (SPEC 1.8, 6)', () => {
     expect(JSON.parse(bExport.stdout)).toMatchObject({ tenant_id: b.workspace_id, verified: { ok: true } });
   });
 
+  it('svc audit verify holds the evidence to a signed head the auditor kept (--expect-tree-size, --expect-root)', async () => {
+    const batches = (await api('/api/audit/batches', a.token)).body.data as BatchView[];
+    const first = batches[0]!;
+    const dir = join(out, 'a');
+    const held = await svcCli([
+      'audit',
+      'verify',
+      dir,
+      '--expect-tree-size',
+      String(first.tree_size),
+      '--expect-root',
+      first.root,
+    ]);
+    expect(held.code).toBe(0);
+    const otherRoot = `${first.root.slice(0, -1)}${first.root.endsWith('0') ? '1' : '0'}`;
+    const rewritten = await svcCli([
+      'audit',
+      'verify',
+      dir,
+      '--json',
+      '--expect-tree-size',
+      String(first.tree_size),
+      '--expect-root',
+      otherRoot,
+    ]);
+    expect(rewritten.code).toBe(2);
+    expect(JSON.parse(rewritten.stdout).reason).toMatch(/rewritten/);
+    const beyond = await svcCli([
+      'audit',
+      'verify',
+      dir,
+      '--json',
+      '--expect-tree-size',
+      '100000',
+      '--expect-root',
+      first.root,
+    ]);
+    expect(beyond.code).toBe(2);
+    expect(JSON.parse(beyond.stdout).reason).toMatch(/missing/);
+    const half = await svcCli(['audit', 'verify', dir, '--expect-root', first.root]);
+    expect(half.code).toBe(1);
+    expect(half.stderr).toMatch(/together/);
+  });
+
   const pad = (n: number) => String(n).padStart(12, '0');
   const archivePath = (dir: string, n: number) => join(dir, 'batches', `${pad(n)}.json.gz`);
   const readArchive = (dir: string, n: number) =>

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { KEYS_FORMAT, MANIFEST_FORMAT, type PublishedKeys } from '../../audit/model.js';
+import { KEYS_FORMAT, MANIFEST_FORMAT, type PublishedKeys, type SignedManifest } from '../../audit/model.js';
 import { type EvidenceFile, type VerifyReport, verifyEvidence } from '../../audit/verify.js';
 import type { BatchView } from '../../projections/audit/reads.js';
 import { type ApiTarget, apiTarget, callApi } from '../http-client.js';
@@ -150,6 +150,12 @@ export interface VerifyOptions {
   partial?: boolean;
   /** Archives without their manifests are accepted (manifests cover arrival times and archive digests). */
   archivesOnly?: boolean;
+  /**
+   * A signed head the auditor holds from elsewhere (an earlier export, a report): the evidence must
+   * hold the head of this tree size, with this root. Cutting batches off the end is found this way
+   * even without the export's own record.
+   */
+  expect?: { treeSize: number; root: string };
 }
 
 const fail = (reason: string, tenantId: string | null = null, file = ''): VerifyReport => ({
@@ -197,6 +203,25 @@ export const runVerify = (paths: readonly string[], options: VerifyOptions = {})
         `${record.name} records tree size ${record.value.tree_size} and root ${record.value.root}; the evidence ends at ${t ? `tree size ${t.tree_size}, root ${t.root}` : 'nothing of that tenant'}: batches are missing`,
         record.value.tenant_id,
         record.name,
+      );
+  }
+  if (options.expect) {
+    const { treeSize, root } = options.expect;
+    const heads = found.manifests.flatMap((m) => {
+      try {
+        const head = (JSON.parse(m.bytes.toString('utf8')) as SignedManifest).manifest.head;
+        return [{ head, file: m.name }];
+      } catch {
+        return [];
+      }
+    });
+    const held = heads.find((h) => h.head.tree_size === treeSize);
+    if (!held) return fail(`no signed head of tree size ${treeSize} in the evidence: batches are missing`);
+    if (held.head.root !== root.toLowerCase())
+      return fail(
+        `the head of tree size ${treeSize} has root ${held.head.root}, not the expected ${root}: the log was rewritten`,
+        held.head.tenant_id,
+        held.file,
       );
   }
   return report;
@@ -324,17 +349,37 @@ export const registerAuditCommands = (program: Command): void => {
     )
     .option('--partial', 'accept evidence that starts after batch 1 (a later range of the log)')
     .option('--archives-only', 'accept archives without their manifests')
+    .option(
+      '--expect-tree-size <n>',
+      'a signed head you hold: the evidence must have the head of this tree size',
+    )
+    .option('--expect-root <hex>', 'with --expect-tree-size: and that head must have this root')
     .option('--json', 'print JSON')
     .action(
       (
         paths: string[],
-        flags: { keys?: string; partial?: boolean; archivesOnly?: boolean; json?: boolean },
+        flags: {
+          keys?: string;
+          partial?: boolean;
+          archivesOnly?: boolean;
+          expectTreeSize?: string;
+          expectRoot?: string;
+          json?: boolean;
+        },
       ) => {
+        if ((flags.expectTreeSize === undefined) !== (flags.expectRoot === undefined))
+          throw new CliError('give --expect-tree-size and --expect-root together');
+        const treeSize = Number(flags.expectTreeSize);
+        if (flags.expectTreeSize !== undefined && !(Number.isSafeInteger(treeSize) && treeSize > 0))
+          throw new CliError('--expect-tree-size must be a whole number above 0');
+        if (flags.expectRoot !== undefined && !/^[0-9a-fA-F]{64}$/.test(flags.expectRoot))
+          throw new CliError('--expect-root must be 64 hex digits');
         printVerify(
           runVerify(paths, {
             keysPath: flags.keys,
             partial: flags.partial,
             archivesOnly: flags.archivesOnly,
+            expect: flags.expectRoot === undefined ? undefined : { treeSize, root: flags.expectRoot },
           }),
           flags.json,
         );
