@@ -82,8 +82,12 @@ const MAX_KEY_LENGTH = 1024;
 /** Temporary files of in-flight writes; no key may name one. */
 export const TEMP_PREFIX = '.svc-tmp-';
 
+/** An organization or tenant id the store can file objects under (the audit log's tenants too). */
+export const isOrgId = (value: unknown): value is string =>
+  typeof value === 'string' && ORG_ID_RE.test(value);
+
 export const assertOrgId = (orgId: string): string => {
-  if (typeof orgId !== 'string' || !ORG_ID_RE.test(orgId)) {
+  if (!isOrgId(orgId)) {
     throw new InvalidObjectKeyError(`organization id ${JSON.stringify(orgId)} is not a plain identifier`);
   }
   return orgId;

@@ -1,26 +1,25 @@
 import type * as grpc from '@grpc/grpc-js';
 import { ServiceError } from '../../lib/errors.js';
-import { unstorableText } from '../../lib/storable.js';
+import { isOrgId } from '../../objects/port.js';
+import { eventIdProblem } from '../../projections/audit/consumer.js';
 import type { AuditEventView, AuditReads } from '../../projections/audit/reads.js';
 import { loadService } from './server.js';
 import { unary } from './unary.js';
 
 type Req = Record<string, unknown>;
 
-const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
-
 const tenantOf = (r: Req): string => {
   const tenant = typeof r.tenant_id === 'string' ? r.tenant_id : '';
-  if (!TENANT_RE.test(tenant))
+  if (!isOrgId(tenant))
     throw new ServiceError('bad_request', 'tenant_id is required (a workspace id or platform)');
   return tenant;
 };
 
-/** As the audit consumer takes them (consumer.ts): at most 512 characters PostgreSQL can store. */
+/** As the audit consumer takes them (consumer.ts, eventIdProblem). */
 const eventIdOf = (r: Req): string => {
   const id = typeof r.event_id === 'string' ? r.event_id : '';
   if (!id) throw new ServiceError('bad_request', 'event_id is required');
-  if (id.length > 512 || unstorableText(id) !== null)
+  if (eventIdProblem(id) !== null)
     throw new ServiceError(
       'bad_request',
       'event_id is not an audit event id (at most 512 characters, well-formed, no NUL)',

@@ -3,7 +3,7 @@ import type { Pool } from '../../events/postgres/pool.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
 import { nestsDeeperThan } from '../../lib/json-depth.js';
 import { MAX_STORABLE_DEPTH, unstorableText } from '../../lib/storable.js';
-import { assertOrgId } from '../../objects/port.js';
+import { isOrgId } from '../../objects/port.js';
 import { BatchedConsumer, type Held } from '../batched-consumer.js';
 import { type AppendResult, appendAuditEvents, type IncomingAuditEvent } from './log.js';
 
@@ -19,6 +19,14 @@ export const AUDIT_CONSUMER = 'audit-log';
 const PREFIX = 'svc.audit.events.';
 /** Longest event id kept; the producers' ids are far shorter (`audit:<uuid>`, `request_logged:<id>`). */
 const MAX_EVENT_ID = 512;
+
+/** Why `id` cannot be an audit event id (empty, too long, not storable as text), or null. */
+export const eventIdProblem = (id: string): string | null =>
+  id.length === 0
+    ? 'is empty'
+    : id.length > MAX_EVENT_ID
+      ? `is longer than ${MAX_EVENT_ID}`
+      : unstorableText(id);
 
 export interface AuditConsumerOptions {
   bus: Bus;
@@ -47,11 +55,8 @@ export const MAX_EVENT_BYTES = 256 * 1024;
 export const parseAuditMessage = (subject: string, data: Uint8Array): ParsedAuditMessage => {
   if (!subject.startsWith(PREFIX)) return { ok: false, detail: `unexpected subject ${subject}` };
   const tenantId = subject.slice(PREFIX.length);
-  try {
-    assertOrgId(tenantId);
-  } catch {
+  if (!isOrgId(tenantId))
     return { ok: false, detail: `tenant id ${JSON.stringify(tenantId)} is not a plain identifier` };
-  }
   if (data.byteLength > MAX_EVENT_BYTES)
     return { ok: false, detail: `the event has ${data.byteLength} bytes, more than ${MAX_EVENT_BYTES}` };
   let text: string;
@@ -66,9 +71,8 @@ export const parseAuditMessage = (subject: string, data: Uint8Array): ParsedAudi
   if (!record || typeof record !== 'object' || Array.isArray(record))
     return { ok: false, detail: 'the event is not a JSON object' };
   const { event_id: eventId, tenant_id: named } = record as { event_id?: unknown; tenant_id?: unknown };
-  if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > MAX_EVENT_ID)
-    return { ok: false, detail: 'the event has no event_id string' };
-  const bad = unstorableText(eventId);
+  if (typeof eventId !== 'string') return { ok: false, detail: 'the event has no event_id string' };
+  const bad = eventIdProblem(eventId);
   if (bad) return { ok: false, detail: `the event_id ${bad}` };
   if (named !== tenantId) return { ok: false, detail: 'the event names another tenant than its subject' };
   let canonical: string;

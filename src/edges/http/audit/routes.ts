@@ -3,6 +3,7 @@ import type { PublishedKeys } from '../../../audit/model.js';
 import { bearerToken } from '../../../lib/bearer.js';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
+import { isOrgId } from '../../../objects/port.js';
 import type { AuditReads } from '../../../projections/audit/reads.js';
 import { authenticatedApiFamily, publicApiFamily } from '../api-family.js';
 
@@ -30,7 +31,6 @@ interface AuditCaller {
 }
 
 const BODY_LIMIT = 1024;
-const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
 const natural = (value: unknown, name: string, min = 0): number | undefined => {
   if (value === undefined || value === '') return undefined;
@@ -79,7 +79,7 @@ export const registerAuditRoutes = async (app: FastifyInstance, deps: AuditRoute
           );
         if (safeEqual(token, deps.adminToken)) {
           const tenant = query(request).tenant_id;
-          if (typeof tenant !== 'string' || !TENANT_RE.test(tenant))
+          if (!isOrgId(tenant))
             throw new ServiceError('bad_request', 'the admin token reads one tenant: give tenant_id', {
               param: 'tenant_id',
             });
