@@ -1,11 +1,10 @@
-import type * as grpc from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ChannelEngine } from '../analytics/chdb/channel.js';
 import type { AnalyticsStore } from '../analytics/port.js';
 import type { Config } from '../config/config.js';
-import { bindGrpc, createGrpcServer } from '../edges/grpc/server.js';
+import { bindGrpc, createGrpcServer, type GrpcServer } from '../edges/grpc/server.js';
 import { createHttpServer } from '../edges/http/server.js';
 import type { Bus } from '../events/bus.js';
 import { PostgresEventStore } from '../events/postgres/event-store.js';
@@ -108,7 +107,7 @@ export const startService = async (
   const roles: Role[] = [];
   const notBuilt: RoleName[] = [];
   let app: FastifyInstance | null = null;
-  let grpcServer: grpc.Server | null = null;
+  let grpcServer: GrpcServer | null = null;
   let dataProcess: DataProcess | null = null;
   const started: Role[] = [];
   const split = splitRoles(options.roles, config.SVC_SERVE_DATA_PROCESS);
@@ -116,10 +115,12 @@ export const startService = async (
   // Everything that holds a PostgreSQL connection closes before the database does: the embedded
   // server is stopped last, so no session of ours sees it go.
   const stop = async () => {
+    // gRPC health probes see NOT_SERVING from the first moment of the drain (SPEC 4.8).
+    grpcServer?.drain();
     await app?.close().catch((err: unknown) => logger.error({ err }, 'http close failed'));
     await new Promise<void>((resolve) => {
       if (!grpcServer) return resolve();
-      grpcServer.tryShutdown(() => resolve());
+      grpcServer.server.tryShutdown(() => resolve());
     });
     for (const role of [...started].reverse()) {
       await Promise.resolve(role.stop?.()).catch((err: unknown) =>
@@ -224,7 +225,7 @@ export const startService = async (
       // A tenant origin never dials this listener (the hop mark covers addresses it cannot know).
       if (typeof address === 'object' && address) addOwnListener(address.address, address.port);
       grpcServer = createGrpcServer({ health, roles: mounts, version: VERSION });
-      grpcPort = await bindGrpc(grpcServer, config.SVC_HTTP_HOST, config.SVC_GRPC_PORT);
+      grpcPort = await bindGrpc(grpcServer.server, config.SVC_HTTP_HOST, config.SVC_GRPC_PORT);
     }
     for (const role of roles) {
       checkpoint();

@@ -33,6 +33,21 @@ export interface ApiKeyDirectory {
   requireApiKey(apiKeyId: string): Promise<Placement>;
 }
 
+/** The three scopes a limit is set on: a spend cap or a policy (SPEC 1.9, 8). */
+export type OwnerScope = 'org' | 'project' | 'api_key';
+
+/** Where an organization, project or API key belongs, or its 404. */
+export const requireOwner = (
+  directory: OrganizationDirectory & ProjectDirectory & ApiKeyDirectory,
+  scope: OwnerScope,
+  id: string,
+): Promise<Placement> =>
+  scope === 'org'
+    ? directory.requireOrganization(id)
+    : scope === 'project'
+      ? directory.requireProject(id)
+      : directory.requireApiKey(id);
+
 export interface ConnectionDirectory {
   /** A live tenant connection, or a 404 `provider key not found`. */
   requireConnection(connectionId: string): Promise<{ workspace_id: string }>;

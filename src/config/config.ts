@@ -172,7 +172,16 @@ export const configSchema = z.object({
   SVC_WALLET_HOLD_TTL_SECONDS: positiveInt.default(3_600),
   /** Age a succeeded payment webhook must reach before reconciliation calls a missing credit a mismatch. */
   SVC_WALLET_RECONCILE_GRACE_SECONDS: nonNegativeInt.default(300),
+  /**
+   * SPEC 4.8: host:port of a PolicyService; set, the gateway asks it (with the service token, the
+   * admin token) instead of evaluating in process. Each call has SVC_POLICY_DEADLINE_MS; a decision
+   * is reused for SVC_POLICY_CACHE_MS; when the service does not answer, SVC_POLICY_FAIL_MODE
+   * `closed` refuses the request with 503 and `open` serves it as if no policy applied.
+   */
   POLICY_GRPC_ENDPOINT: optionalString,
+  SVC_POLICY_DEADLINE_MS: positiveInt.default(250),
+  SVC_POLICY_CACHE_MS: nonNegativeInt.default(1_000),
+  SVC_POLICY_FAIL_MODE: z.enum(['open', 'closed']).default('closed'),
   SVC_OIDC_PROVIDERS: oidcProviders,
   SVC_REGISTRATION_POLICY: registrationPolicy.default('invite'),
   SVC_AUTH_SESSION_TTL_SECONDS: positiveInt.default(12 * 3600),

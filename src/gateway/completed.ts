@@ -30,8 +30,13 @@ export interface CompletedRequest {
   usage: Usage | null;
   usageEstimated: boolean;
   pricing: PricingResult | null;
-  /** Full tracing on (org, project, key or the svc-enable-tracing header) and where it came from. */
+  /**
+   * Full tracing on (org, project, key or the svc-enable-tracing header) and where it came from; a
+   * source with `full` false: it was asked for and no policy decision permitted capture (SPEC 1.10, 2.3).
+   */
   tracing: { full: boolean; source: 'org' | 'project' | 'api_key' | 'header' | 'none' };
+  /** The policies that decided the request and their verdict (SPEC 1.9); null when none applied. */
+  policy?: { version: string; decision: string } | null;
   sessionId: string | null;
   /** The trace the request belongs to (a traceparent or a session), else null or absent. */
   traceContext?: TraceContext | null;

@@ -146,6 +146,7 @@ export const envelopeOf = (c: CompletedRequest): { draft: RequestCompletedDraft;
       declared: declaredTools(c.request.raw),
       calls: Object.entries(c.toolSummary).map(([name, count]) => ({ name, count })),
     },
+    ...(c.policy ? { policy: c.policy } : {}),
   };
   if (!c.bodies) return { draft };
   return {

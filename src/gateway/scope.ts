@@ -1,5 +1,6 @@
 import type { EscrowPort } from '../commands/wallet/ports.js';
 import { describeError, ERROR_CATALOGUE, ServiceError } from '../lib/errors.js';
+import type { PolicyDecision, PolicyQuery } from '../policy/evaluate.js';
 import { billingFailed, type Operation as PricingOperation, priceUsage } from '../pricing/index.js';
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest, Usage } from '../providers/contract.js';
 import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
@@ -37,6 +38,31 @@ export interface GatewayDeps {
   escrow: EscrowPort;
   /** Monthly spend caps (gateway/spend-caps.ts): an in-memory verdict, refreshed off the request path. */
   spendCaps?: { refusal(key: ApiKeyIdentity): ServiceError | null };
+  /** Policy decisions (SPEC 1.9): in process, or PolicyService over gRPC (gateway/policy.ts). */
+  policy: PolicyPort;
+  /**
+   * The per-key request and token limits a policy sets, held across every gateway process
+   * (gateway/shared-rate-limit.ts). Absent: policy rate limits are not enforced.
+   */
+  keyLimits?: KeyLimiter;
+}
+
+/**
+ * Where the request path asks for a policy decision (SPEC 1.9, 4.8): in process over the policy
+ * snapshot, or PolicyService.Evaluate over gRPC when POLICY_GRPC_ENDPOINT is set (gateway/policy.ts).
+ * Both run the same evaluation (src/policy/evaluate.ts).
+ */
+export interface PolicyPort {
+  evaluate(query: PolicyQuery): PolicyDecision | Promise<PolicyDecision>;
+}
+
+/** Enforces a key's per-minute limits across processes; see SharedRateLimiter. */
+export interface KeyLimiter {
+  admit(
+    apiKeyId: string,
+    limits: { requestsPerMinute: number | null; tokensPerMinute: number | null },
+  ): Promise<{ retryAfterSeconds: number; limit: string; value: number } | null>;
+  spend(apiKeyId: string, tokens: number): void;
 }
 
 /**
@@ -127,8 +153,20 @@ export class RequestScope {
   readonly completed: CompletedRequest;
   /** Aborts the upstream calls when the client leaves; set when the attempts begin. */
   abort: AbortController | null = null;
+  /** A policy limits the key's tokens a minute: the tokens this request used are counted at its end. */
+  spendsTokens = false;
+  /**
+   * Whether policy permits full payload capture (SPEC 1.10, 2.3): null until a decision is taken,
+   * and a request recorded without one (the policy service did not answer) captures nothing.
+   */
+  capturePermitted: boolean | null = null;
   /** Set once the outcome is recorded: a request has one record. */
   private finished = false;
+  /**
+   * The body the caller sent, as captured under full tracing: the alternate edge's inbound JSON,
+   * not its translation, and never what admission wrote into it (a policy's output ceiling).
+   */
+  private readonly callerBody: Record<string, unknown>;
 
   constructor(deps: GatewayDeps, input: GatewayRequest) {
     this.deps = deps;
@@ -164,6 +202,7 @@ export class RequestScope {
       bodies: null,
     };
     this.registry = deps.registry();
+    this.callerBody = canonical.preserved?.raw ?? canonical.raw;
   }
 
   /**
@@ -186,12 +225,16 @@ export class RequestScope {
       completed.errorCode = error.displayCode ?? error.code;
       completed.errorType = ERROR_CATALOGUE[error.code].primaryType;
     }
-    // The body the caller sent: the alternate edge's inbound JSON, not its translation.
+    // Full tracing asked for and no policy decision permitting it (the policy service did not answer).
+    if (completed.tracing.full && this.capturePermitted !== true)
+      completed.tracing = { ...completed.tracing, full: false };
     if (completed.tracing.full)
       completed.bodies = {
-        request: Buffer.from(JSON.stringify(canonical.preserved?.raw ?? canonical.raw)),
+        request: Buffer.from(JSON.stringify(this.callerBody)),
         response: responseBody ?? null,
       };
+    if (this.spendsTokens && completed.usage && completed.usage.total_tokens > 0)
+      this.deps.keyLimits?.spend(completed.key.apiKeyId, completed.usage.total_tokens);
     const seconds = (completed.finishedAt.getTime() - startedAt.getTime()) / 1_000;
     this.deps.observe(
       canonical.route,

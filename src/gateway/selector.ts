@@ -6,7 +6,31 @@ import type { RegistrySnapshot } from './registry/snapshot.js';
 
 export const AUTO_MODEL = 'svc/auto';
 
-export type SelectResult = { ok: true; candidates: RegistryEndpoint[] } | { ok: false; error: ServiceError };
+/**
+ * `auto`: the candidates `svc/auto` brought, cheapest first, all of them: policy admission may
+ * remove some before the request keeps the first one left (`keepCheapestAuto`).
+ */
+export type SelectResult =
+  | { ok: true; candidates: RegistryEndpoint[]; auto?: ReadonlySet<RegistryEndpoint> }
+  | { ok: false; error: ServiceError };
+
+/**
+ * `svc/auto` serves through the cheapest capable endpoint the request may use: of the candidates
+ * it brought, only the first one left stays; the others named explicitly stay as they were.
+ */
+export const keepCheapestAuto = (
+  candidates: RegistryEndpoint[],
+  auto: ReadonlySet<RegistryEndpoint> | undefined,
+): RegistryEndpoint[] => {
+  if (!auto || auto.size === 0) return candidates;
+  let kept = false;
+  return candidates.filter((e) => {
+    if (!auto.has(e)) return true;
+    if (kept) return false;
+    kept = true;
+    return true;
+  });
+};
 
 /**
  * One entry of a selector's fallback list: `svc/auto`; a model id or `lane/model` (SPEC 4.1 rule 1),
@@ -82,6 +106,7 @@ export const selectCandidates = (
   }
   const unknown: string[] = [];
   const seen = new Set<string>();
+  const auto = new Set<RegistryEndpoint>();
   let candidates: RegistryEndpoint[] = [];
   for (const part of parts) {
     let found: RegistryEndpoint[];
@@ -97,8 +122,8 @@ export const selectCandidates = (
         .map((e) => ({ e, p: price(snapshot, e, atMs) }))
         .filter((x) => x.p !== undefined)
         .sort((a, b) => compareUsd(a.p!, b.p!))
-        .map((x) => x.e)
-        .slice(0, 1);
+        .map((x) => x.e);
+      for (const e of found) if (!seen.has(`${e.connection ?? ''}:${e.lane}/${e.model}`)) auto.add(e);
     } else if (part.kind === 'model') {
       found = snapshot.candidates(part.text, atMs);
     } else {
@@ -115,6 +140,10 @@ export const selectCandidates = (
       if (!seen.has(key)) {
         seen.add(key);
         candidates.push(e);
+      } else if (part.kind !== 'auto') {
+        // Named explicitly as well: it stays whatever svc/auto keeps.
+        const brought = candidates.find((c) => `${c.connection ?? ''}:${c.lane}/${c.model}` === key);
+        if (brought) auto.delete(brought);
       }
     }
   }
@@ -159,7 +188,7 @@ export const selectCandidates = (
       ),
     };
   }
-  return { ok: true, candidates };
+  return auto.size > 0 ? { ok: true, candidates, auto } : { ok: true, candidates };
 };
 
 /**

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RateCardInput } from '../pricing/index.js';
 import type { RegistryEndpoint } from '../providers/endpoint.js';
 import { buildRegistrySnapshot, type EndpointRecord } from './registry/snapshot.js';
-import { parseSelector, parseSelectorPart, selectCandidates } from './selector.js';
+import { keepCheapestAuto, parseSelector, parseSelectorPart, selectCandidates } from './selector.js';
 
 // SPEC 4.1 rule 1 and SPEC 5: the model selector, with `lane:connection/model` naming a tenant
 // connection other than primary.
@@ -201,5 +201,38 @@ describe('selectCandidates with named connections', () => {
 
   it('a canonical id that reads like lane:connection/model is the model', () => {
     expect(picked('a:b/c')).toEqual([['openai', null]]);
+  });
+});
+
+describe('svc/auto (SPEC 4.1 rule 1) under policy', () => {
+  const auto = (selector: string) => {
+    const r = select(selector);
+    if (!r.ok) throw new Error(r.error.message);
+    return r;
+  };
+  const lanes = (xs: readonly RegistryEndpoint[]) => xs.map((e) => `${e.lane}/${e.model}`);
+
+  it('brings every capable priced endpoint, cheapest first, and keeps the first one left', () => {
+    const r = auto('svc/auto');
+    expect(r.candidates).toHaveLength(3);
+    expect(r.auto?.size).toBe(3);
+    expect(keepCheapestAuto(r.candidates, r.auto)).toEqual([r.candidates[0]]);
+    // A policy that removed the cheapest leaves the next one, not a denial.
+    expect(keepCheapestAuto(r.candidates.slice(1), r.auto)).toEqual([r.candidates[1]]);
+  });
+
+  it('an endpoint also named explicitly stays beside the one svc/auto keeps', () => {
+    const r = auto('svc/auto, openai-eu/gpt-4o');
+    const kept = lanes(keepCheapestAuto(r.candidates, r.auto));
+    expect(kept).toContain('openai-eu/gpt-4o');
+    expect(kept).toHaveLength(2);
+    const first = auto('openai-eu/gpt-4o, svc/auto');
+    expect(lanes(keepCheapestAuto(first.candidates, first.auto))[0]).toBe('openai-eu/gpt-4o');
+  });
+
+  it('a selector without svc/auto is left as it is', () => {
+    const r = auto('gpt-4o');
+    expect(r.auto).toBeUndefined();
+    expect(keepCheapestAuto(r.candidates, r.auto)).toBe(r.candidates);
   });
 });

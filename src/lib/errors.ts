@@ -21,8 +21,16 @@ export const ERROR_CATALOGUE = {
   unknown_connection: { status: 404, primaryType: 'invalid_request_error', altType: 'not_found_error' },
   unauthenticated: { status: 401, primaryType: 'authentication_error', altType: 'authentication_error' },
   forbidden: { status: 403, primaryType: 'permission_error', altType: 'permission_error' },
+  /** A policy of the org, project or API key refuses the request (SPEC 1.9, 7.4); no upstream call. */
+  policy_denied: { status: 403, primaryType: 'permission_error', altType: 'permission_error' },
   not_found: { status: 404, primaryType: 'not_found_error', altType: 'not_found_error' },
   conflict: { status: 409, primaryType: 'invalid_request_error', altType: 'invalid_request_error' },
+  /** If-Match names a revision that is no longer current (RFC 9110 13.1.1). */
+  precondition_failed: {
+    status: 412,
+    primaryType: 'invalid_request_error',
+    altType: 'invalid_request_error',
+  },
   payload_too_large: { status: 413, primaryType: 'invalid_request_error', altType: 'request_too_large' },
   unsupported_media_type: {
     status: 415,

@@ -1,5 +1,6 @@
 import { authProjection } from './auth/projection.js';
 import { controlPlaneProjection } from './control-plane/projection.js';
+import { policyProjection } from './policy/projection.js';
 import type { Projection } from './projection.js';
 import { registryProjection } from './registry/projection.js';
 import { streamCatalogProjection } from './streams/projection.js';
@@ -12,6 +13,7 @@ export const PROJECTIONS: readonly Projection[] = [
   registryProjection,
   authProjection,
   walletProjection,
+  policyProjection,
 ];
 
 export const findProjection = (name: string): Projection | undefined =>

@@ -3,8 +3,10 @@ import { LoginStates } from '../commands/auth/login-states.js';
 import { OidcClients } from '../commands/auth/oidc.js';
 import { Registration } from '../commands/auth/registration.js';
 import { AuthCommands } from '../commands/auth/service.js';
+import { Sessions } from '../commands/auth/sessions.js';
 import { SignIn } from '../commands/auth/sign-in.js';
 import type { Config } from '../config/config.js';
+import { addAuthService } from '../edges/grpc/auth.js';
 import { registerAuthRoutes } from '../edges/http/auth/routes.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
@@ -45,12 +47,28 @@ const signInOf = (auth: ReturnType<typeof makeAuth>, pool: Pool, config: Config)
     },
   );
 
-/** SPEC 4.4: OIDC sign-in, console session routes, registration status, developer tokens. */
+/**
+ * SPEC 4.4: OIDC sign-in, console session routes, registration status, developer tokens; SPEC 4.8:
+ * gRPC AuthService (VerifyApiKey and the session operations).
+ */
 export const authRole = (ctx: RoleContext): Role => {
   const auth = makeAuth(ctx.eventStore, ctx.pool, ctx.masterKey);
   const providers = ctx.config.SVC_OIDC_PROVIDERS;
   return {
     name: 'auth',
+    // VerifyApiKey answers from the process's API-key cache (shared with the gateway's).
+    prepare: () =>
+      ctx.apiKeys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') }),
+    // The admin token doubles as the internal service token for gRPC callers.
+    grpc: (server) =>
+      addAuthService(
+        server,
+        {
+          apiKeys: ctx.apiKeys,
+          sessions: new Sessions(auth.controlPlane, auth.reads, auth.controlPlane.reads),
+        },
+        ctx.adminToken,
+      ),
     http: (app) =>
       registerAuthRoutes(app, {
         signIn: signInOf(auth, ctx.pool, ctx.config),

@@ -7,6 +7,7 @@ import { auditRelay } from '../projections/audit-relay/projection.js';
 import { controlPlaneProjection } from '../projections/control-plane/projection.js';
 import { ControlPlaneReads } from '../projections/control-plane/reads.js';
 import { workspaceDirectory } from '../projections/control-plane/workspaces.js';
+import { policyProjection } from '../projections/policy/projection.js';
 import { liveEndpointsFrom } from '../projections/registry/queries.js';
 import { catchUp, ProjectionRunner } from '../projections/runner.js';
 import type { Role, RoleContext } from './role.js';
@@ -32,6 +33,7 @@ export const makeControlPlane = (
     clock,
     allowPrivateDestinations: options.allowPrivateDestinations === true,
     readYourWrites: (position) => catchUp(pool, controlPlaneProjection, position),
+    readYourPolicyWrites: (position) => catchUp(pool, policyProjection, position),
     masterKey,
     workspaces: workspaceDirectory(pool),
     directory: reads,
@@ -53,14 +55,12 @@ export const controlPlaneRole = (ctx: RoleContext): Role => {
   const wallets = walletControlPlane(ctx, cp.reads);
   return {
     name: 'control-plane',
-    prepare: () =>
-      ctx.apiKeys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') }),
     http: async (app) => {
       await registerControlPlaneRoutes(app, cp, cp.reads, ctx.adminToken);
       await wallets.http(app);
     },
     // The admin token doubles as the internal service token for gRPC callers.
-    grpc: (server) => addControlPlaneServices(server, cp, cp.reads, ctx.apiKeys, ctx.adminToken),
+    grpc: (server) => addControlPlaneServices(server, cp, cp.reads, ctx.adminToken),
     start: async () => {
       relay.start();
       await wallets.start();

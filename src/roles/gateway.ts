@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { spendCaps } from '../commands/spend-cap/reads.js';
 import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
+import { grpcPolicy } from '../edges/grpc/policy-client.js';
 import { grpcMonthlySpend } from '../edges/grpc/query-client.js';
 import type { GatewayEdgeDeps } from '../edges/http/gateway/client.js';
 import { refuseOwnHops } from '../edges/http/gateway/loop.js';
@@ -8,14 +9,18 @@ import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
 import { journalPath } from '../events/envelopes/journal.js';
 import { RequestRecordPublisher } from '../events/envelopes/publish.js';
 import { begunOf, envelopeOf } from '../gateway/envelope.js';
+import { inProcessPolicy, RemotePolicy } from '../gateway/policy.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
 import { RegistrySnapshotCache } from '../gateway/registry/index.js';
+import type { PolicyPort } from '../gateway/scope.js';
+import { SharedRateLimiter } from '../gateway/shared-rate-limit.js';
 import { SnapshotCache } from '../gateway/snapshot-cache.js';
 import { type MonthlySpend, SpendCapCache } from '../gateway/spend-caps.js';
 import { tenancySource } from '../gateway/tenancy.js';
 import { describeError } from '../lib/errors.js';
 import { hopValue } from '../lib/hop.js';
 import { labelled } from '../lib/metrics.js';
+import { policySnapshotSource } from '../projections/policy/reads.js';
 import { anthropicAdapter } from '../providers/anthropic/adapter.js';
 import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
 import { bedrockAdapter, bedrockGovAdapter } from '../providers/bedrock/adapter.js';
@@ -49,6 +54,41 @@ const spendSource = (
     return { spend: (month, orgIds) => monthlyUsageSnapshot(analytics, month, new Date(), orgIds) };
   const endpoint = ctx.config.SVC_GATEWAY_QUERY_GRPC_ENDPOINT;
   return endpoint ? grpcMonthlySpend(endpoint, ctx.adminToken) : null;
+};
+
+/**
+ * Policy decisions (SPEC 1.9, 4.8): PolicyService over gRPC when POLICY_GRPC_ENDPOINT is set (with
+ * its deadline, decision cache and fail mode), else the same evaluation over an in-memory snapshot.
+ */
+const policySource = (ctx: RoleContext) => {
+  const c = ctx.config;
+  const endpoint = c.POLICY_GRPC_ENDPOINT;
+  if (endpoint) {
+    const client = grpcPolicy(endpoint, ctx.adminToken);
+    let lastProblem = '';
+    const port: PolicyPort = new RemotePolicy(client.evaluate, {
+      deadlineMs: c.SVC_POLICY_DEADLINE_MS,
+      cacheMs: c.SVC_POLICY_CACHE_MS,
+      failMode: c.SVC_POLICY_FAIL_MODE,
+      onError: (err) => {
+        const problem = describeError(err);
+        if (problem === lastProblem) return;
+        lastProblem = problem;
+        ctx.logger.warn({ err, fail_mode: c.SVC_POLICY_FAIL_MODE }, 'the policy service did not answer');
+      },
+    });
+    return { port, start: async () => {}, stop: async () => client.close() };
+  }
+  const snapshot = new SnapshotCache(policySnapshotSource(ctx.pool), ctx.databaseUrl, {
+    onError: (err) => ctx.logger.error({ err }, 'policy snapshot refresh failed'),
+  });
+  return {
+    port: inProcessPolicy(() => snapshot.current()),
+    start: async () => {
+      await snapshot.start();
+    },
+    stop: () => snapshot.stop(),
+  };
 };
 
 export const gatewayRole = (ctx: RoleContext): Role => {
@@ -98,6 +138,12 @@ export const gatewayRole = (ctx: RoleContext): Role => {
   const ttfbBy = new Map<string, ReturnType<typeof ttfb.labels>>();
   const c = ctx.config;
   const spend = spendSource(ctx);
+  const policy = policySource(ctx);
+  // Policy rate limits hold across every gateway process on this database (fail open, logged once).
+  const keyLimits = new SharedRateLimiter(ctx.pool, {
+    onError: (err) =>
+      ctx.logger.warn({ err }, 'policy rate limits: the database did not answer; admitting meanwhile'),
+  });
   // A refresh runs every few seconds: a lasting failure is logged when it starts, not every time.
   let lastProblem = '';
   const caps = new SpendCapCache(
@@ -172,6 +218,8 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     // One round trip per hold; never below zero under concurrency (SPEC 1.4, 8 "escrow hold").
     escrow: new PostgresEscrow(ctx.pool, c.SVC_WALLET_HOLD_TTL_SECONDS),
     spendCaps: caps,
+    policy: policy.port,
+    keyLimits,
   };
   return {
     name: 'gateway',
@@ -211,6 +259,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       await keys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') });
       await registry.start();
       await tenancy.start();
+      await policy.start();
       await caps.start();
       new Gauge({
         name: 'svc_gateway_spend_cap_snapshot_age_seconds',
@@ -227,6 +276,8 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       await publisher?.close();
       await registry.stop();
       await tenancy.stop();
+      await policy.stop();
+      await keyLimits.close();
       await caps.stop();
       spend?.close?.();
     },

@@ -14,4 +14,5 @@ export const ROLE_FACTORIES: Partial<Record<RoleName, RoleFactory>> = {
   query: (ctx) => import('./query.js').then((m) => m.queryRole(ctx)),
   'trace-ingest': (ctx) => import('./trace-ingest.js').then((m) => m.traceIngestRole(ctx)),
   audit: (ctx) => import('./audit.js').then((m) => m.auditRole(ctx)),
+  policy: (ctx) => import('./policy.js').then((m) => m.policyRole(ctx)),
 };

@@ -286,6 +286,50 @@ describe('SPEC 4.3 trace ingest with the real OpenTelemetry exporters', () => {
     await provider.shutdown();
     const { spans } = await treeOf(gw.boot.org_id, traceId, 1);
     expect(spans[0]!.artifacts[0]).toMatchObject({ kind: 'input', payload_state: 'full' });
+
+    // SPEC 1.10, 2.3: "stored only when ... policy allows it": an org policy without payload capture
+    // keeps the same key's payloads out from the moment the trace-ingest role sees it.
+    const policy = await fetch(`${gw.serve.httpUrl}/api/orgs/${gw.boot.org_id}/policy`, {
+      method: 'PUT',
+      headers: admin(),
+      body: JSON.stringify({ schema_version: 1, payload_capture: false }),
+    });
+    expect(policy.status).toBe(200);
+    try {
+      let last: TreeSpan | undefined;
+      await eventually(
+        async () => {
+          const p = new BasicTracerProvider({
+            spanProcessors: [
+              new BatchSpanProcessor(
+                new OtlpProtoExporter({
+                  url: `${gw.serve.httpUrl}/v1/traces`,
+                  headers: { authorization: `Bearer ${key}` },
+                }),
+              ),
+            ],
+          });
+          const span = p
+            .getTracer('t')
+            .startSpan('governed', { attributes: { 'input.value': 'governed p7q' } });
+          const id = span.spanContext().traceId;
+          span.end();
+          await p.forceFlush();
+          await p.shutdown();
+          last = (await treeOf(gw.boot.org_id, id, 1)).spans[0];
+          return last?.payload_state === 'summary_only';
+        },
+        20_000,
+        'the policy without payload capture in force',
+      );
+      expect(last!.artifacts[0]).toMatchObject({ kind: 'input', payload_state: 'summary_only' });
+      expect(JSON.stringify(last)).not.toContain('governed p7q');
+    } finally {
+      await fetch(`${gw.serve.httpUrl}/api/orgs/${gw.boot.org_id}/policy`, {
+        method: 'DELETE',
+        headers: admin(),
+      });
+    }
   });
 
   it('two projects of one organization sending the same ids keep their own spans and payloads', async () => {

@@ -1,33 +1,19 @@
 import type { Command } from 'commander';
 import type { SpendCapLevel } from '../../commands/spend-cap/events.js';
-import { CliError, emit, table } from '../output.js';
+import { emit, table } from '../output.js';
+import { type OwnerFlags, ownerOf, withOwnerFlags } from './owner-flags.js';
 import { withControlPlane } from './tenancy.js';
 
 const cli = { id: 'cli' };
 
-interface TargetFlags {
-  org?: string;
-  project?: string;
-  apiKey?: string;
-}
+type TargetFlags = OwnerFlags;
 
-/** Exactly one of --org, --project, --api-key names what the cap limits. */
 const targetOf = (o: TargetFlags): { level: SpendCapLevel; id: string } => {
-  const given = [
-    ['org', o.org],
-    ['project', o.project],
-    ['api_key', o.apiKey],
-  ].filter((t): t is [SpendCapLevel, string] => typeof t[1] === 'string');
-  if (given.length !== 1) throw new CliError('name exactly one of --org, --project or --api-key');
-  return { level: given[0]![0], id: given[0]![1] };
+  const { scope, id } = ownerOf(o);
+  return { level: scope, id };
 };
 
-const withTarget = (cmd: Command) =>
-  cmd
-    .option('--org <org_id>', 'cap an organization')
-    .option('--project <project_id>', 'cap a project')
-    .option('--api-key <api_key_id>', 'cap a service API key')
-    .option('--json', 'print JSON');
+const withTarget = (cmd: Command) => withOwnerFlags(cmd, 'cap');
 
 export const registerSpendCapCommands = (program: Command): void => {
   const caps = program

@@ -13,6 +13,31 @@ export interface AuthLookups {
     tokenId: string,
   ): Promise<{ user_id: string; workspace_id: string; revoked_at: Date | null } | null>;
   developerTokens(userId: string, orgId: string): Promise<DeveloperTokenRow[]>;
+  session(sessionId: string): Promise<SessionRow | null>;
+  sessionByToken(token: string): Promise<SessionRow | null>;
+  /** Oldest first; revoked ones only with `includeRevoked`. */
+  userSessions(userId: string, options: { includeRevoked: boolean }): Promise<SessionRow[]>;
+}
+
+/** A console session's listing row: times only, never the token or its hash (SPEC 4.8). */
+export interface SessionRow {
+  session_id: string;
+  user_id: string;
+  /** Null only for a row whose SessionIssued event is not found. */
+  issued_at: Date | null;
+  expires_at: Date;
+  revoked_at: Date | null;
+}
+
+/**
+ * The one rule of a live console session (unrevoked, unexpired) and the memberships it carries, as
+ * every session-bearer route asks it (the control-plane read model's sessionPrincipal).
+ */
+export interface SessionPrincipals {
+  sessionPrincipal(
+    token: string,
+    now: Date,
+  ): Promise<{ user_id: string; memberships: ReadonlyMap<string, string> } | null>;
 }
 
 /** A developer token's listing row: metadata only, never the hash (SPEC 2.11). */

@@ -3,6 +3,7 @@ import { auditTokenCommands } from '../audit-token/service.js';
 import type { LiveEndpoints, StoredCredentials } from '../connections/ports.js';
 import { connectionCommands } from '../connections/service.js';
 import { organizationCommands } from '../organization/service.js';
+import { policyCommands } from '../policy/service.js';
 import type {
   ApiKeyDirectory,
   AuditTokenDirectory,
@@ -36,6 +37,8 @@ export interface ControlPlaneDeps extends CommandDeps {
     UserDirectory &
     StoredCredentials;
   endpoints: LiveEndpoints;
+  /** Read-your-writes on the policy read model, which its own projection keeps. */
+  readYourPolicyWrites: (position: number) => Promise<void>;
   /** SVC_TENANT_PRIVATE_DESTINATIONS=allow: tenant connections may name internal hosts. */
   allowPrivateDestinations?: boolean;
 }
@@ -64,6 +67,7 @@ export const controlPlaneCommands = (deps: ControlPlaneDeps) => {
     ...connectionCommands({ ...deps, credentials: deps.directory }),
     ...traceIngestKeyCommands(deps),
     ...auditTokenCommands(deps),
+    ...policyCommands({ ...deps, readYourWrites: deps.readYourPolicyWrites }),
     setSpendCap: (actor: Actor, target: { level: SpendCapLevel; id: string }, change: SpendCapChange) =>
       capped[target.level](actor, target.id, change),
   };

@@ -31,8 +31,11 @@ export const userDecider: Decider<UserCommand, UserEvent, User> = {
         ];
       case 'RevokeSession': {
         const session = s.sessions.get(cmd.sessionId);
-        if (!session || session.revoked) throw new ServiceError('not_found', 'session not found');
-        return [{ type: 'SessionRevoked', data: { session_id: cmd.sessionId, revoked_at: cmd.now } }];
+        if (!session) throw new ServiceError('not_found', 'session not found');
+        // Idempotent (SPEC 4.8 AuthService.RevokeSession): a session is revoked, and audited, once.
+        return session.revoked
+          ? []
+          : [{ type: 'SessionRevoked', data: { session_id: cmd.sessionId, revoked_at: cmd.now } }];
       }
       default:
         return assertNever(cmd);

@@ -2,7 +2,7 @@ import { hashSecret } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
 import { idFromNames, newId, newSecret } from '../../lib/ids.js';
 import type { UserDirectory } from '../ports.js';
-import { type Actor, type CommandDeps, runCommand } from '../service.js';
+import { type Actor, CONFLICT_RETRIES, type CommandDeps, runCommand } from '../service.js';
 import type { WorkspaceRole } from '../workspace/events.js';
 import type { WorkspaceCommands } from '../workspace/service.js';
 import { normalizeEmail, userDecider, userStream } from './decider.js';
@@ -19,8 +19,8 @@ export interface UserDeps extends CommandDeps {
 
 /** Console users and their sessions (SPEC 4.4). */
 export const userCommands = (deps: UserDeps) => {
-  const run = (userId: string, command: UserCommand, actor: Actor) =>
-    runCommand(deps, userDecider, userStream(userId), command, actor);
+  const run = (userId: string, command: UserCommand, actor: Actor, retries?: number) =>
+    runCommand(deps, userDecider, userStream(userId), command, actor, null, { retries });
 
   return {
     /** Registers a user (idempotent per e-mail) and, with `membership`, gives it a workspace role. */
@@ -55,6 +55,15 @@ export const userCommands = (deps: UserDeps) => {
         actor,
       );
       return { session_id: sessionId, token, expires_at: expiresAt, user_id: user.user_id };
+    },
+
+    /**
+     * Revokes one of a user's sessions; revoking it again records nothing. The decision reads only
+     * the user's stream, so a concurrent sign-in of the same user is retried, not refused.
+     */
+    async revokeSession(actor: Actor, userId: string, sessionId: string) {
+      const now = deps.clock().toISOString();
+      await run(userId, { type: 'RevokeSession', sessionId, now }, actor, CONFLICT_RETRIES);
     },
   };
 };

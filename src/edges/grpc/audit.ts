@@ -3,12 +3,16 @@ import { ServiceError } from '../../lib/errors.js';
 import { isOrgId } from '../../objects/port.js';
 import { eventIdProblem } from '../../projections/audit/consumer.js';
 import type { AuditEventView, AuditReads } from '../../projections/audit/reads.js';
+import type { AuditEvent__Output } from './generated/svc/audit/v1/AuditEvent.js';
+import type { AuditServiceHandlers } from './generated/svc/audit/v1/AuditService.js';
+import type { ConsistencyProof__Output } from './generated/svc/audit/v1/ConsistencyProof.js';
+import type { InclusionProof__Output } from './generated/svc/audit/v1/InclusionProof.js';
+import type { ListEventsResponse__Output } from './generated/svc/audit/v1/ListEventsResponse.js';
+import type { SignedHeadRef__Output } from './generated/svc/audit/v1/SignedHeadRef.js';
 import { loadService } from './server.js';
 import { unary } from './unary.js';
 
-type Req = Record<string, unknown>;
-
-const tenantOf = (r: Req): string => {
+const tenantOf = (r: { tenant_id: unknown }): string => {
   const tenant = typeof r.tenant_id === 'string' ? r.tenant_id : '';
   if (!isOrgId(tenant))
     throw new ServiceError('bad_request', 'tenant_id is required (a workspace id or platform)');
@@ -16,7 +20,7 @@ const tenantOf = (r: Req): string => {
 };
 
 /** As the audit consumer takes them (consumer.ts, eventIdProblem). */
-const eventIdOf = (r: Req): string => {
+const eventIdOf = (r: { event_id: unknown }): string => {
   const id = typeof r.event_id === 'string' ? r.event_id : '';
   if (!id) throw new ServiceError('bad_request', 'event_id is required');
   if (eventIdProblem(id) !== null)
@@ -35,7 +39,7 @@ const count = (v: unknown): number | undefined => {
   return n;
 };
 
-const eventMessage = (e: AuditEventView) => ({
+const eventMessage = (e: AuditEventView): AuditEvent__Output => ({
   index: String(e.index),
   event_id: e.event_id,
   received_at: e.received_at,
@@ -47,7 +51,7 @@ const eventMessage = (e: AuditEventView) => ({
 /** AuditService (SPEC 4.8); the service token is the admin token, as for the other internal services. */
 export const addAuditService = (server: grpc.Server, reads: AuditReads, serviceToken: string): void => {
   server.addService(loadService('svc/audit/v1/audit.proto', 'svc.audit.v1.AuditService'), {
-    ListEvents: unary(serviceToken, async (r: Req) => {
+    ListEvents: unary(serviceToken, async (r): Promise<ListEventsResponse__Output> => {
       const page = await reads.events(tenantOf(r), {
         after: count(r.after),
         limit: count(r.limit) || undefined,
@@ -57,25 +61,23 @@ export const addAuditService = (server: grpc.Server, reads: AuditReads, serviceT
         ...(page.next_after === null ? {} : { next_after: String(page.next_after) }),
       };
     }),
-    GetEvent: unary(serviceToken, async (r: Req) =>
-      eventMessage(await reads.event(tenantOf(r), eventIdOf(r))),
-    ),
-    GetInclusionProof: unary(serviceToken, async (r: Req) => {
+    GetEvent: unary(serviceToken, async (r) => eventMessage(await reads.event(tenantOf(r), eventIdOf(r)))),
+    GetInclusionProof: unary(serviceToken, async (r): Promise<InclusionProof__Output> => {
       const p = await reads.inclusionProof(tenantOf(r), eventIdOf(r), count(r.tree_size) || undefined);
       return { ...p, index: String(p.index), batch_no: String(p.batch_no), tree_size: String(p.tree_size) };
     }),
-    GetConsistencyProof: unary(serviceToken, async (r: Req) => {
+    GetConsistencyProof: unary(serviceToken, async (r): Promise<ConsistencyProof__Output> => {
       const p = await reads.consistencyProof(
         tenantOf(r),
         count(r.from_tree_size) ?? 0,
         count(r.to_tree_size) ?? 0,
       );
-      const ref = (h: typeof p.from) => ({
+      const ref = (h: typeof p.from): SignedHeadRef__Output => ({
         ...h,
         batch_no: String(h.batch_no),
         tree_size: String(h.tree_size),
       });
       return { from: ref(p.from), to: ref(p.to), proof: p.proof };
     }),
-  });
+  } satisfies AuditServiceHandlers);
 };

@@ -1,13 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { MonthlySpend } from '../../gateway/spend-caps.js';
+import type { QueryServiceClient } from './generated/svc/query/v1/QueryService.js';
 import { loadService } from './server.js';
-
-type Unary = (
-  request: object,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: (err: grpc.ServiceError | null, response: unknown) => void,
-) => void;
 
 /**
  * QueryService MonthlyUsageSnapshot over gRPC, for a gateway that runs without the query role
@@ -19,8 +13,7 @@ export const grpcMonthlySpend = (endpoint: string, serviceToken: string, deadlin
     loadService('svc/query/v1/query.proto', 'svc.query.v1.QueryService'),
     'QueryService',
   );
-  const client = new Ctor(endpoint, grpc.credentials.createInsecure()) as unknown as grpc.Client &
-    Record<'MonthlyUsageSnapshot', Unary>;
+  const client = new Ctor(endpoint, grpc.credentials.createInsecure()) as unknown as QueryServiceClient;
   return {
     spend: (month: string, orgIds: readonly string[]): Promise<MonthlySpend> =>
       new Promise((resolve, reject) => {

@@ -4,13 +4,16 @@ import { ServiceError } from '../../lib/errors.js';
 import { findRequest, listRequests, type RawRow, shapeRequest } from '../../query/requests.js';
 import { monthlyUsageSnapshot } from '../../query/snapshot.js';
 import { parseWindow } from '../../query/window.js';
+import type { ListRequestsResponse__Output } from './generated/svc/query/v1/ListRequestsResponse.js';
+import type { MonthlyUsageSnapshotResponse__Output } from './generated/svc/query/v1/MonthlyUsageSnapshotResponse.js';
+import type { QueryServiceHandlers } from './generated/svc/query/v1/QueryService.js';
+import type { RequestRow__Output } from './generated/svc/query/v1/RequestRow.js';
 import { loadService } from './server.js';
 import { unary } from './unary.js';
 
-type Req = Record<string, unknown>;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-const row = (r: RawRow) => {
+const row = (r: RawRow): RequestRow__Output => {
   const s = shapeRequest(r);
   const text = (k: string) => (s[k] === null || s[k] === undefined ? '' : String(s[k]));
   return {
@@ -39,7 +42,7 @@ const row = (r: RawRow) => {
   };
 };
 
-const requireOrg = (r: Req): string => {
+const requireOrg = (r: { org_id: unknown }): string => {
   const org = str(r.org_id);
   if (!org) throw new ServiceError('bad_request', 'org_id is required');
   return org;
@@ -52,7 +55,7 @@ export const addQueryService = (
   serviceToken: string,
 ): void => {
   server.addService(loadService('svc/query/v1/query.proto', 'svc.query.v1.QueryService'), {
-    ListRequests: unary(serviceToken, async (r: Req) => {
+    ListRequests: unary(serviceToken, async (r): Promise<ListRequestsResponse__Output> => {
       const limit = Number(r.limit) || 50;
       const page = await listRequests(analytics, {
         orgIds: [requireOrg(r)],
@@ -64,15 +67,15 @@ export const addQueryService = (
       });
       return { requests: page.data.map(row), total: String(page.total), has_more: page.has_more };
     }),
-    GetRequest: unary(serviceToken, async (r: Req) => {
+    GetRequest: unary(serviceToken, async (r): Promise<RequestRow__Output> => {
       const found = await findRequest(analytics, requireOrg(r), null, str(r.request_id));
       if (!found) throw new ServiceError('not_found', 'request not found');
       return row(found);
     }),
-    MonthlyUsageSnapshot: unary(serviceToken, async (r: Req) => {
+    MonthlyUsageSnapshot: unary(serviceToken, async (r): Promise<MonthlyUsageSnapshotResponse__Output> => {
       const ids = Array.isArray(r.org_ids) ? r.org_ids.filter((x): x is string => typeof x === 'string') : [];
       const snap = await monthlyUsageSnapshot(analytics, str(r.month), new Date(), ids);
       return { ...snap, entries: snap.entries.map((e) => ({ ...e, requests: String(e.requests) })) };
     }),
-  });
+  } satisfies QueryServiceHandlers);
 };

@@ -9,6 +9,7 @@ const STATUS: Partial<Record<ErrorCode, grpc.status>> = {
   forbidden: grpc.status.PERMISSION_DENIED,
   not_found: grpc.status.NOT_FOUND,
   conflict: grpc.status.ALREADY_EXISTS,
+  precondition_failed: grpc.status.FAILED_PRECONDITION,
   not_implemented: grpc.status.UNIMPLEMENTED,
   service_unavailable: grpc.status.UNAVAILABLE,
 };

@@ -42,6 +42,7 @@ import {
  *   that belongs to a trace, its trace id and the gateway's span id and parent (SPEC 4.3).
  * - tool_summary: declared tool names and call counts by name, never arguments or results.
  * - bodies: present only with full tracing; each side inline up to 256 KB or chunked by reference.
+ * - policy: the policies that decided the request and their verdict; absent when none applied.
  */
 
 export const REQUEST_COMPLETED_SCHEMA_VERSION = 1;
@@ -222,6 +223,14 @@ export const requestCompletedSchema = z
     trace: traceFlagsSchema,
     tool_summary: toolSummarySchema,
     bodies: z.object({ request: bodyRefSchema.optional(), response: bodyRefSchema.optional() }).optional(),
+    /**
+     * The policies that decided the request (SPEC 1.9): their versions (`scope:id@revision`, joined
+     * by commas; `unavailable` when the policy service failed open) and the verdict code
+     * (`allowed`, or the reason of a policy_denied). Absent when no policy applied.
+     */
+    policy: z
+      .object({ version: z.string().min(1).max(2_000), decision: z.string().min(1).max(64) })
+      .optional(),
   })
   .superRefine((e, ctx) => {
     // Bodies are the opt-in data class (SPEC 1.10): an envelope carrying them without full

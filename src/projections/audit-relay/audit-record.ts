@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { StoredEvent } from '../../events/event-store.js';
+import { canonicalJson } from '../../lib/canonical-json.js';
 import { AUTH_CATEGORIES } from '../auth/projection.js';
 
 /**
@@ -32,6 +34,7 @@ const TARGETS: Record<string, string> = {
   regcode: 'registration_code',
   devtoken: 'developer_token',
   wallet: 'wallet',
+  policy: 'policy',
 };
 
 /** Categories whose changes the auth service makes; every other one is the control plane's. */
@@ -85,6 +88,8 @@ const ACTIONS: Record<string, string> = {
   RefundIssued: 'wallet.refund.created',
   ReconciliationMismatchFound: 'wallet.reconciliation.mismatch',
   AutoRefillSettingsSet: 'wallet.auto_refill.set',
+  PolicySet: 'policy.set',
+  PolicyCleared: 'policy.cleared',
 };
 
 // Secrets, their hashes and ciphertexts, and personal data stay out of the audit trail; a value
@@ -124,6 +129,26 @@ const discoveryCounts = (data: unknown): Record<string, unknown> | null => {
     : null;
 };
 
+/**
+ * A policy change is evidence of what was allowed from then on (SPEC 1.9): its record keeps the
+ * whole document as canonical JSON (policies hold no secrets), or its SHA-256 when it is large,
+ * and the revision it became.
+ */
+const policyDetails = (e: StoredEvent): AuditRecord['details'] | null => {
+  if (e.type !== 'PolicySet' && e.type !== 'PolicyCleared') return null;
+  const { document, ...placement } = e.data as Record<string, unknown>;
+  const out: AuditRecord['details'] = { ...details(placement), revision: e.streamVersion };
+  if (document !== undefined) {
+    const text = canonicalJson(document);
+    if (text.length <= POLICY_DOCUMENT_INLINE) out.document = text;
+    else out.document_sha256 = createHash('sha256').update(text).digest('hex');
+  }
+  return out;
+};
+
+/** Characters of a policy document kept inline in its audit record. */
+const POLICY_DOCUMENT_INLINE = 16 * 1024;
+
 export const auditRecordOf = (e: StoredEvent): AuditRecord => {
   const dash = e.streamId.indexOf('-');
   const category = e.streamId.slice(0, dash);
@@ -136,6 +161,6 @@ export const auditRecordOf = (e: StoredEvent): AuditRecord => {
     action: discovery ? 'connection.discovery_applied' : (ACTIONS[e.type] ?? e.type),
     target: { type: TARGETS[category] ?? category, id: e.streamId.slice(dash + 1) },
     occurred_at: typeof e.metadata.now === 'string' ? e.metadata.now : e.recordedAt.toISOString(),
-    details: details(discovery ?? e.data),
+    details: policyDetails(e) ?? details(discovery ?? e.data),
   };
 };

@@ -54,3 +54,45 @@ describe('audit record of an audit token', () => {
     });
   });
 });
+
+describe('audit record of a policy change (SPEC 1.9)', () => {
+  const placement = { scope: 'project', target_id: 'proj_1', org_id: 'org_1', workspace_id: 'ws_a' };
+  const policy = (type: string, data: unknown, version: number): StoredEvent => ({
+    ...stored(type, data),
+    streamId: 'policy-project.proj_1',
+    streamVersion: version,
+  });
+
+  it('keeps the whole document and the revision it became', () => {
+    const document = { schema_version: 1, routes: { deny: ['/v1/images/*'] }, max_tokens: 10 };
+    const record = auditRecordOf(policy('PolicySet', { ...placement, document }, 3));
+    expect(isAuditedEvent('PolicySet')).toBe(true);
+    expect(record).toMatchObject({
+      tenant_id: 'ws_a',
+      action: 'policy.set',
+      target: { type: 'policy', id: 'project.proj_1' },
+      details: {
+        ...placement,
+        revision: 3,
+        document: '{"max_tokens":10,"routes":{"deny":["/v1/images/*"]},"schema_version":1}',
+      },
+    });
+    const cleared = auditRecordOf(policy('PolicyCleared', placement, 4));
+    expect(cleared.action).toBe('policy.cleared');
+    expect(cleared.details).toEqual({ ...placement, revision: 4 });
+  });
+
+  it('keeps a large document as its SHA-256', () => {
+    const description = 'x'.repeat(2_000);
+    const list = (p: string) => Array.from({ length: 64 }, (_, i) => `${p}${i}-${'y'.repeat(120)}`);
+    const big = {
+      schema_version: 1,
+      description,
+      models: { allow: list('a'), deny: list('d') },
+      providers: { deny: list('p') },
+    };
+    const record = auditRecordOf(policy('PolicySet', { ...placement, document: big }, 1));
+    expect(record.details.document).toBeUndefined();
+    expect(record.details.document_sha256).toMatch(/^[0-9a-f]{64}$/);
+  });
+});

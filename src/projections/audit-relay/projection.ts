@@ -4,6 +4,7 @@ import { subjects } from '../../events/subjects.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
 import { AUTH_CATEGORIES } from '../auth/projection.js';
 import { CONTROL_PLANE_CATEGORIES } from '../control-plane/projection.js';
+import { POLICY_CATEGORY } from '../policy/projection.js';
 import type { Projection } from '../projection.js';
 import { auditRecordOf, isAuditedEvent } from './audit-record.js';
 
@@ -15,7 +16,7 @@ import { auditRecordOf, isAuditedEvent } from './audit-record.js';
 export const auditRelay = (bus: Bus): Projection => ({
   name: 'audit_relay_control_plane',
   version: 1,
-  categories: [...CONTROL_PLANE_CATEGORIES, ...AUTH_CATEGORIES, WALLET_CATEGORY],
+  categories: [...CONTROL_PLANE_CATEGORIES, ...AUTH_CATEGORIES, WALLET_CATEGORY, POLICY_CATEGORY],
   // Rebuilding re-publishes; the bus deduplicates within its window and the audit sealer by id.
   reset: async () => {},
   apply: async (_client, events) => {

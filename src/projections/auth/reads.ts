@@ -1,4 +1,4 @@
-import type { AuthLookups, DeveloperTokenRow } from '../../commands/auth/ports.js';
+import type { AuthLookups, DeveloperTokenRow, SessionRow } from '../../commands/auth/ports.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { hashSecret } from '../../lib/crypto.js';
 
@@ -18,6 +18,17 @@ export interface DeveloperTokenIdentity {
 const DEVELOPER_TOKEN_COLUMNS = 'token_id AS id, prefix, org_id, project_id, name, created_at, revoked_at';
 
 const one = <T>(rows: T[]): T | null => rows[0] ?? null;
+
+/**
+ * Console sessions are the user aggregate's (rm_sessions, written by the control-plane projection),
+ * read here for the auth service. The row keeps no issue time: it is the decision time of the
+ * session's SessionIssued event on its user's stream (`user-<user_id>`), found by that stream's index.
+ */
+const SESSIONS = `SELECT s.session_id, s.user_id, s.expires_at, s.revoked_at,
+         COALESCE((e.metadata->>'now')::timestamptz, e.recorded_at) AS issued_at
+       FROM rm_sessions s
+       LEFT JOIN svc_events e ON e.stream_id = 'user-' || s.user_id AND e.type = 'SessionIssued'
+         AND e.data->>'session_id' = s.session_id`;
 
 export class AuthReads implements AuthLookups {
   constructor(private readonly pool: Pool) {}
@@ -113,6 +124,26 @@ export class AuthReads implements AuthLookups {
       `SELECT ${DEVELOPER_TOKEN_COLUMNS} FROM rm_developer_tokens
        WHERE user_id = $1 AND org_id = $2 AND revoked_at IS NULL ORDER BY created_at, token_id`,
       [userId, orgId],
+    );
+    return rows;
+  }
+
+  async session(sessionId: string): Promise<SessionRow | null> {
+    return one((await this.pool.query<SessionRow>(`${SESSIONS} WHERE s.session_id = $1`, [sessionId])).rows);
+  }
+
+  /** The session a bearer token names, live or not: whether it is live is sessionPrincipal's rule. */
+  async sessionByToken(token: string): Promise<SessionRow | null> {
+    return one(
+      (await this.pool.query<SessionRow>(`${SESSIONS} WHERE s.token_hash = $1`, [hashSecret(token)])).rows,
+    );
+  }
+
+  async userSessions(userId: string, options: { includeRevoked: boolean }): Promise<SessionRow[]> {
+    const { rows } = await this.pool.query<SessionRow>(
+      `${SESSIONS} WHERE s.user_id = $1 AND ($2 OR s.revoked_at IS NULL)
+       ORDER BY issued_at NULLS FIRST, s.session_id`,
+      [userId, options.includeRevoked],
     );
     return rows;
   }

@@ -6,7 +6,9 @@ import { spendCap, spendCaps } from '../../commands/spend-cap/reads.js';
 import type { Pool } from '../../events/postgres/pool.js';
 import { hashSecret, safeEqual } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
+import type { PolicyLayer, PolicyScope } from '../../policy/document.js';
 import type { CredentialRef } from '../../providers/azure/discover.js';
+import { policiesInForce, policyOf } from '../policy/reads.js';
 
 /**
  * The reader of the control-plane read model, beside its writer (projection.ts). Every listing
@@ -380,6 +382,14 @@ export class ControlPlaneReads {
 
   spendCaps(filter: { orgId?: string; workspaceIds?: readonly string[] } = {}) {
     return spendCaps(this.pool, filter);
+  }
+
+  policy(layer: PolicyLayer, scope: PolicyScope, targetId: string) {
+    return policyOf(this.pool, layer, scope, targetId);
+  }
+
+  policies(filter: { orgId?: string; workspaceIds?: readonly string[] } = {}) {
+    return policiesInForce(this.pool, filter);
   }
 
   async dimension(id: string) {

@@ -84,7 +84,38 @@ export const requestLoggedMessage = (e: RequestCompleted): OutgoingMessage => ({
   messageId: requestLoggedMessageId(e.request_id),
 });
 
-/** One envelope's audit message, or why it cannot have one (its tenant id is no subject token). */
+export const POLICY_DENIED_ACTION = 'policy.denied';
+
+/**
+ * The audit record of a request a policy refused (SPEC 1.9): beside its request_logged record, so
+ * an auditor finds denials by action. The gateway decided; ingest relays it from the request's
+ * record, deterministically (the same bytes under the same id on every redelivery).
+ */
+export const policyDeniedRecord = (e: RequestCompleted) => ({
+  event_id: `policy_denied:${e.request_id}`,
+  tenant_id: e.workspace_id,
+  source: 'gateway' as const,
+  actor: `api_key:${e.api_key_id}`,
+  action: POLICY_DENIED_ACTION,
+  target: { type: 'request' as const, id: e.request_id },
+  occurred_at: e.finished_at,
+  details: {
+    org_id: e.org_id,
+    project_id: e.project_id,
+    api_key_id: e.api_key_id,
+    route: e.route,
+    // The caller's selector, cut: it is theirs to make as long as a body allows.
+    model_requested:
+      e.model_requested.length > 256 ? `${e.model_requested.slice(0, 256)}…` : e.model_requested,
+    http_status: e.http_status,
+    decision: e.policy?.decision ?? null,
+    policy_version: e.policy?.version ?? null,
+  },
+});
+
+const isPolicyDenial = (e: RequestCompleted): boolean => e.error?.code === 'policy_denied';
+
+/** One envelope's audit messages, or why it cannot have them (its tenant id is no subject token). */
 export const auditMessages = (
   envelopes: readonly RequestCompleted[],
 ): { messages: { requestId: string; message: OutgoingMessage }[]; invalid: Map<string, string> } => {
@@ -93,6 +124,15 @@ export const auditMessages = (
   for (const e of envelopes) {
     try {
       messages.push({ requestId: e.request_id, message: requestLoggedMessage(e) });
+      if (isPolicyDenial(e))
+        messages.push({
+          requestId: e.request_id,
+          message: {
+            subject: subjects.audit(e.workspace_id),
+            data: canonicalJson(policyDeniedRecord(e)),
+            messageId: `audit:${POLICY_DENIED_ACTION}:${e.request_id}`,
+          },
+        });
     } catch (err) {
       if (!(err instanceof InvalidSubjectError)) throw err;
       invalid.set(e.request_id, err.message);

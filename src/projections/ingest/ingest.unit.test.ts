@@ -251,6 +251,37 @@ describe('audit event data.write.request_logged', () => {
     ]);
     expect([...invalid.keys()]).toEqual(['req_dot']);
   });
+
+  it('a policy denial has a policy.denied event of its own beside request_logged (SPEC 1.9)', () => {
+    const denied = envelopeOf({
+      request_id: 'req_denied',
+      status: 'error',
+      http_status: 403,
+      error: { type: 'permission_error', code: 'policy_denied' },
+      attempts: [],
+      policy: { version: 'org:org_a@2,api_key:key_a@1', decision: 'model_not_allowed' },
+    }).envelope;
+    const served = envelopeOf({ request_id: 'req_ok' }).envelope;
+    const { messages } = auditMessages([denied, served]);
+    expect(messages.map((m) => [m.requestId, m.message.messageId])).toEqual([
+      ['req_denied', requestLoggedMessageId('req_denied')],
+      ['req_denied', 'audit:policy.denied:req_denied'],
+      ['req_ok', requestLoggedMessageId('req_ok')],
+    ]);
+    expect(JSON.parse(String(messages[1]!.message.data))).toMatchObject({
+      event_id: 'policy_denied:req_denied',
+      action: 'policy.denied',
+      target: { type: 'request', id: 'req_denied' },
+      details: {
+        decision: 'model_not_allowed',
+        policy_version: 'org:org_a@2,api_key:key_a@1',
+        http_status: 403,
+      },
+    });
+    expect(String(messages[1]!.message.data)).toBe(
+      String(auditMessages([structuredClone(denied)]).messages[1]!.message.data),
+    );
+  });
 });
 
 describe('holding', () => {

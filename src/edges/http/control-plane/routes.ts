@@ -16,6 +16,7 @@ import {
   requireWorkspace,
   visibleWorkspaces,
 } from './auth.js';
+import { registerPolicyRoutes } from './policy-routes.js';
 import { registerSpendCapRoutes } from './spend-cap-routes.js';
 
 const DIMENSION_GUIDANCE =
@@ -51,6 +52,7 @@ export const registerControlPlaneRoutes = async (
     });
     controlPlaneRoutes(scope, cp, reads, family.caller);
     registerSpendCapRoutes(scope, cp, reads, family.caller);
+    registerPolicyRoutes(scope, cp, reads, family.caller);
     registerAuditTokenRoutes(scope, cp, reads, family.caller);
   });
 };

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ControlPlaneCommands } from '../../../commands/control-plane/commands.js';
+import { requireOwner } from '../../../commands/ports.js';
 import type { SpendCapLevel } from '../../../commands/spend-cap/events.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
@@ -42,12 +43,7 @@ export const registerSpendCapRoutes = (
     const targetOf = async (request: FastifyRequest, role: 'member' | 'manager') => {
       const p = who(request);
       const id = (request.params as Record<string, string>)[param]!;
-      const owner =
-        level === 'org'
-          ? await reads.requireOrganization(id)
-          : level === 'project'
-            ? await reads.requireProject(id)
-            : await reads.requireApiKey(id);
+      const owner = await requireOwner(reads, level, id);
       requireWorkspace(p, owner.workspace_id, role);
       return { p, id };
     };
