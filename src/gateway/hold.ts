@@ -39,6 +39,8 @@ const choicesOf = (n: unknown): number | null => {
  * prompt from the body's size (embeddings: from the input itself, and no output), the output at
  * its worst case on that endpoint, once per choice the request asks for.
  */
+const IMAGE_OUTPUT_TOKENS_WORST = 6_240;
+
 const shapeOf = (
   scope: RequestScope,
   endpoint: RegistryEndpoint,
@@ -49,6 +51,17 @@ const shapeOf = (
   switch (canonical.operation) {
     case 'embeddings':
       return { operation: 'embeddings', prompt_tokens: embeddingsPrompt, max_output_tokens: 0 };
+    case 'images': {
+      // Token-priced image models bill the output in image tokens: the largest a generated image
+      // takes (a high-quality 1536x1024 image, 6,240 tokens) per image asked for.
+      const images = Math.max(1, choices);
+      return {
+        operation: 'image_generation',
+        prompt_tokens: Math.max(1, Math.ceil(requestBytes / 4)),
+        max_output_tokens: IMAGE_OUTPUT_TOKENS_WORST * images,
+        image_count: images,
+      };
+    }
     case 'responses':
       return {
         operation: 'responses',

@@ -1,4 +1,5 @@
 import { ServiceError } from '../lib/errors.js';
+import type { Operation as PricingOperation } from '../pricing/index.js';
 import type { CanonicalRequest, Usage } from '../providers/contract.js';
 import type { RegistryEndpoint } from '../providers/endpoint.js';
 import {
@@ -30,6 +31,22 @@ export const jsonCall = (
   };
 };
 
+/** The pricing engine's name of each JSON operation. */
+export const PRICED_AS: Record<JsonOperation, PricingOperation> = {
+  embeddings: 'embeddings',
+  responses: 'responses',
+  moderations: 'moderations',
+  images: 'image_generation',
+};
+
+/** No image completed: nothing the gateway saw to price (a stream cut before its first image). */
+const NO_IMAGES: Usage = {
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  images: { input_image_tokens: 0, output_image_tokens: 0, image_count: 0 },
+};
+
 /** Usage the upstream reported, else an estimate from the body's size and the text generated. */
 const priceJson = (
   scope: RequestScope,
@@ -40,7 +57,9 @@ const priceJson = (
   text: string,
 ): void => {
   scope.completed.usageEstimated = usage === null;
-  scope.price(endpoint, operation, usage ?? estimatedUsage(scope.input.requestBytes, text), serviceTier);
+  const observed =
+    usage ?? (operation === 'images' ? NO_IMAGES : estimatedUsage(scope.input.requestBytes, text));
+  scope.price(endpoint, PRICED_AS[operation], observed, serviceTier);
 };
 
 /** A whole reply: the upstream's body as it came, priced, answered. */

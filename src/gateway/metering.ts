@@ -56,6 +56,13 @@ export const pricingUsageOf = (
     audio_input_tokens: prompt === undefined ? undefined : prompt.audio_tokens,
     audio_output_tokens: completion === undefined ? undefined : completion.audio_tokens,
     audio_requested: audioRequested(request),
+    ...(usage.images
+      ? {
+          input_image_tokens: usage.images.input_image_tokens,
+          output_image_tokens: usage.images.output_image_tokens,
+          image_count: usage.images.image_count,
+        }
+      : {}),
   };
 };
 

@@ -137,6 +137,9 @@ export const ROUTE_POLICY: Readonly<Record<Route, RoutePolicy>> = {
     zeroRated: true,
   },
   '/v1/embeddings': { capability: 'embeddings', describe: 'embeddings' },
+  // SPEC 4.1: reference-provider upstreams only (no other adapter serves it), priced at zero.
+  '/v1/moderations': { capability: 'moderations', describe: 'moderations', zeroRated: true },
+  '/v1/images/generations': { capability: 'images', describe: 'image generation' },
   // Not gated on the responses flag alone (SPEC 4.1 rule 3 names embeddings, not responses): a
   // chat model may take a responses call, as deployment hosts do although /v1/models reports
   // responses false for them (SPEC 4.7), and a provider that cannot answers with the structured

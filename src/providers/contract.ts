@@ -59,7 +59,9 @@ export type Route =
   | '/alt/v1/messages'
   | '/alt/v1/messages/count_tokens'
   | '/v1/embeddings'
-  | '/v1/responses';
+  | '/v1/responses'
+  | '/v1/moderations'
+  | '/v1/images/generations';
 
 /**
  * SPEC 4.2 rule 8: what only the alternate dialect can say, kept so a messages-style target can
@@ -114,6 +116,11 @@ export interface Usage {
   completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number | null };
   /** Provider-internal: messages-style counters with no primary-dialect field (never rendered there). */
   breakdown?: UsageBreakdown;
+  /**
+   * Image routes (SPEC 4.1 rule 9): the image share of the input, the output's image tokens and the
+   * images returned, for image-token and per-image prices.
+   */
+  images?: { input_image_tokens: number; output_image_tokens: number; image_count: number };
 }
 
 export interface UsageBreakdown {

@@ -84,7 +84,7 @@ export type AttemptOutcome = Outcome<CanonicalReply, CanonicalChunk>;
  * Operations relayed in the primary dialect's own JSON rather than through the chat contract
  * (SPEC 4.1: embeddings, responses). The canonical request keeps the parsed body in `raw`.
  */
-export type JsonOperation = 'embeddings' | 'responses';
+export type JsonOperation = 'embeddings' | 'responses' | 'moderations' | 'images';
 
 /** A buffered JSON reply: the body the caller gets, and the usage it is priced by. */
 export interface JsonReply {
@@ -114,6 +114,10 @@ export interface ProviderAdapter {
   /** Absent: the adapter does not serve the operation (the structured unsupported error). */
   embeddings?(request: CanonicalRequest, target: AttemptTarget): Promise<JsonOutcome>;
   responses?(request: CanonicalRequest, target: AttemptTarget): Promise<JsonOutcome>;
+  /** SPEC 4.1: the reference provider only. */
+  moderations?(request: CanonicalRequest, target: AttemptTarget): Promise<JsonOutcome>;
+  /** Image generation (SPEC 4.1), capability-gated per registry model. */
+  images?(request: CanonicalRequest, target: AttemptTarget): Promise<JsonOutcome>;
   /** Token counting the provider answers itself (SPEC 4.2 rule 9); absent: the gateway estimates. */
   countTokens?(request: CanonicalRequest, target: AttemptTarget): Promise<CountOutcome>;
 }

@@ -62,6 +62,7 @@ beforeAll(async () => {
   await upsert('text-embedding-3-small', 'embeddings', '0.00000002', '0.00000002');
   await upsert('gpt-4o', 'chat,streaming,responses', '0.0000025', '0.00001');
   await upsert('gpt-4o-mini', 'chat,streaming', '0.00000015', '0.0000006');
+  await upsert('omni-moderation-latest', 'moderations', '0', '0');
   await connect(gw, { provider: 'openai', secret: 'sk-x' });
   client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
   await eventually(
@@ -76,6 +77,62 @@ afterAll(async () => {
   await fake?.close();
 });
 beforeEach(() => fake.reset());
+
+describe('POST /v1/moderations (SPEC 4.1)', () => {
+  it('the SDK without a model gets the default moderation model, served by the reference provider, priced at zero and recorded', async () => {
+    const { data: r, response } = await client.moderations
+      .create({ input: ['a kind word', 'I will kill the process'] })
+      .withResponse();
+    expect(r.model).toBe('omni-moderation-latest');
+    expect(r.results.map((x) => x.flagged)).toEqual([false, true]);
+    expect(r.results[1]!.categories.violence).toBe(true);
+    const sent = fake.requests.at(-1)!;
+    expect(sent.path).toBe('/v1/moderations');
+    expect(sent.apiKey).toBe('sk-x');
+    expect(sent.body).toEqual({
+      model: 'omni-moderation-latest-upstream',
+      input: ['a kind word', 'I will kill the process'],
+    });
+    const requestId = response.headers.get('x-svc-request-id')!;
+    const envelope = await envelopeOf(requestId);
+    expect(envelope).toMatchObject({
+      route: '/v1/moderations',
+      model_requested: 'omni-moderation-latest',
+      model_served: 'omni-moderation-latest',
+      status: 'success',
+      http_status: 200,
+      total_cost_usd: '0',
+      billing: { status: 'priced' },
+    });
+    expect(envelope.cost_lines.every((l) => l.amount === '0')).toBe(true);
+  });
+
+  it('multimodal parts pass through; a chat model is refused before any call; bad input is a 400 naming input', async () => {
+    const parts = await client.moderations.create({
+      model: 'omni-moderation-latest',
+      input: [
+        { type: 'text', text: 'kill' },
+        { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } },
+      ],
+    });
+    expect(parts.results).toHaveLength(1);
+    expect(parts.results[0]!.category_applied_input_types.violence).toEqual(['text', 'image']);
+    const calls = fake.requests.length;
+    const chatModel = await post('/moderations', { model: 'gpt-4o', input: 'hi' });
+    expect(chatModel.status).toBe(400);
+    expect(chatModel.json.error).toMatchObject({
+      type: 'no_compatible_candidate',
+      code: 'no_compatible_candidate',
+    });
+    expect(String(chatModel.json.error.message)).toMatch(/moderations/);
+    const bad = await post('/moderations', { input: 42 });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatchObject({ param: 'input' });
+    const empty = await post('/moderations', { input: [] });
+    expect(empty.status).toBe(400);
+    expect(fake.requests.length).toBe(calls);
+  });
+});
 
 describe('POST /v1/embeddings', () => {
   it('buffered through the openai adapter: {base}/embeddings with the upstream id, the catalog model back, priced once', async () => {

@@ -8,7 +8,15 @@ import {
   type ProviderAdapter,
   StreamFailure,
 } from '../provider.js';
-import { embeddingsReply, jsonOperationOutcome, readJsonBody, responsesReply } from './operations.js';
+import {
+  embeddingsReply,
+  imageEvents,
+  imagesReply,
+  jsonOperationOutcome,
+  moderationsReply,
+  readJsonBody,
+  responsesReply,
+} from './operations.js';
 
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -159,6 +167,35 @@ export const openAiAdapter: ProviderAdapter = {
       stream: false,
       limits: target.limits,
       reply: embeddingsReply(target.endpoint.model),
+    });
+  },
+  images: async (request, target): Promise<JsonOutcome> => {
+    const called = await post(
+      target,
+      'images/generations',
+      withModel(request.raw, target.endpoint.provider_model_id),
+      request.stream,
+    );
+    if (!called.ok) return called;
+    return jsonOperationOutcome(called.response, {
+      stream: request.stream,
+      limits: target.limits,
+      reply: imagesReply,
+      events: imageEvents,
+    });
+  },
+  moderations: async (request, target): Promise<JsonOutcome> => {
+    const called = await post(
+      target,
+      'moderations',
+      withModel(request.raw, target.endpoint.provider_model_id),
+      false,
+    );
+    if (!called.ok) return called;
+    return jsonOperationOutcome(called.response, {
+      stream: false,
+      limits: target.limits,
+      reply: moderationsReply(target.endpoint.model),
     });
   },
   responses: async (request, target): Promise<JsonOutcome> => {

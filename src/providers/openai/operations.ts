@@ -156,6 +156,88 @@ export async function* responsesEvents(
   if (!ended) throw new StreamFailure('read', 'upstream stream ended before the response completed');
 }
 
+/**
+ * Image usage (SPEC 4.1 rule 9): token-priced models report input tokens split into text and image
+ * and output tokens that are all image tokens; others report nothing, and the images returned are
+ * what per-image prices multiply.
+ */
+export const imagesUsage = (u: unknown, imageCount: number): Usage => {
+  if (!isRecord(u))
+    return {
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      images: { input_image_tokens: 0, output_image_tokens: 0, image_count: imageCount },
+    };
+  const details = isRecord(u.input_tokens_details) ? u.input_tokens_details : {};
+  const imageIn = typeof details.image_tokens === 'number' ? details.image_tokens : 0;
+  return {
+    prompt_tokens: u.input_tokens as number,
+    completion_tokens: u.output_tokens as number,
+    total_tokens: u.total_tokens as number,
+    images: {
+      input_image_tokens: imageIn,
+      output_image_tokens: typeof u.output_tokens === 'number' ? u.output_tokens : 0,
+      image_count: imageCount,
+    },
+  };
+};
+
+/** An image generation's body as it came, priced on what it reports and the images it holds. */
+export const imagesReply = (json: Record<string, unknown>): JsonReply => ({
+  body: json,
+  usage: imagesUsage(json.usage, Array.isArray(json.data) ? json.data.length : 0),
+});
+
+/**
+ * An image generation stream (partial images, then one completed event per image) relayed as it
+ * came; usage from the completed events, summed; an `error` event or an end before any completed
+ * image throws StreamFailure.
+ */
+export async function* imageEvents(
+  response: UpstreamResponse,
+  maxBytes: number,
+): AsyncGenerator<RelayedEvent> {
+  let images = 0;
+  let total: Usage | null = null;
+  for await (const e of sseEvents(response.body, maxBytes)) {
+    if (e.data === '[DONE]') continue;
+    let json: unknown;
+    try {
+      json = JSON.parse(e.data);
+    } catch {
+      throw new StreamFailure('decode', 'upstream sent an undecodable stream event');
+    }
+    const type = isRecord(json) && typeof json.type === 'string' ? json.type : e.event;
+    if (type === 'error') {
+      const err = isRecord(json) && isRecord(json.error) ? json.error : isRecord(json) ? json : {};
+      throw new StreamFailure(
+        'in_band',
+        typeof err.message === 'string' ? err.message : e.data,
+        typeof err.code === 'string' ? err.code : undefined,
+      );
+    }
+    if (type?.endsWith('.completed') && isRecord(json)) {
+      images++;
+      const usage = imagesUsage(json.usage, images);
+      total = total
+        ? {
+            prompt_tokens: total.prompt_tokens + usage.prompt_tokens,
+            completion_tokens: total.completion_tokens + usage.completion_tokens,
+            total_tokens: total.total_tokens + usage.total_tokens,
+            images: {
+              input_image_tokens: total.images!.input_image_tokens + usage.images!.input_image_tokens,
+              output_image_tokens: total.images!.output_image_tokens + usage.images!.output_image_tokens,
+              image_count: images,
+            },
+          }
+        : usage;
+      yield { ...e, usage: total };
+    } else yield e;
+  }
+  if (images === 0) throw new StreamFailure('read', 'upstream stream ended before any image completed');
+}
+
 /** What a reference-wire upstream answered to a JSON operation, as an attempt outcome. */
 export const jsonOperationOutcome = async (
   response: UpstreamResponse,
@@ -163,11 +245,17 @@ export const jsonOperationOutcome = async (
     stream: boolean;
     limits: AttemptTarget['limits'];
     reply: (json: Record<string, unknown>) => JsonReply;
+    /** The operation's event stream (default: the Responses events). */
+    events?: (response: UpstreamResponse, maxBytes: number) => AsyncGenerator<RelayedEvent>;
   },
 ): Promise<JsonOutcome> => {
   if (response.statusCode !== 200)
     return { ok: false, failure: await failureFromStatus(response, options.limits.maxErrorMessageBytes) };
-  if (options.stream) return { ok: true, stream: responsesEvents(response, options.limits.maxResponseBytes) };
+  if (options.stream)
+    return {
+      ok: true,
+      stream: (options.events ?? responsesEvents)(response, options.limits.maxResponseBytes),
+    };
   const read = await readJsonBody(response, options.limits);
   return read.ok ? { ok: true, reply: options.reply(read.json) } : read;
 };
@@ -178,6 +266,17 @@ export const embeddingsReply =
   (json: Record<string, unknown>): JsonReply => ({
     body: { ...json, model },
     usage: embeddingsUsage(json.usage),
+  });
+
+/**
+ * Moderations: the upstream's results with the catalog model, as embeddings. The API reports no
+ * usage and the operation is priced at zero (SPEC 4.1): nothing is estimated either.
+ */
+export const moderationsReply =
+  (model: string) =>
+  (json: Record<string, unknown>): JsonReply => ({
+    body: { ...json, model },
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
   });
 
 /** Responses: the upstream's Response object as it came. */

@@ -1,9 +1,19 @@
+import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { TEXT_CARD } from '../../../test/fixtures/pricing/pricing.fixtures.js';
 import { parseEmbeddingsBody, parseResponsesBody } from '../../edges/http/gateway/json-bodies.js';
 import { pricingUsageOf } from '../../gateway/metering.js';
 import { priceUsage } from '../../pricing/index.js';
-import { embeddingsReply, embeddingsUsage, responsesReply, responsesUsage } from './operations.js';
+import type { RelayedEvent } from '../provider.js';
+import {
+  embeddingsReply,
+  embeddingsUsage,
+  imageEvents,
+  imagesReply,
+  imagesUsage,
+  responsesReply,
+  responsesUsage,
+} from './operations.js';
 
 describe('usage of the JSON operations', () => {
   it('embeddings usage is input only', () => {
@@ -95,5 +105,74 @@ describe('embeddings usage reaches pricing raw (SPEC 4.1 rule 10: judged there, 
 
   it('a readable count is priced', () => {
     expect(priced({ prompt_tokens: 100, total_tokens: 100 })).toMatchObject({ billing_status: 'priced' });
+  });
+});
+
+describe('image generation (SPEC 4.1 rule 9)', () => {
+  it('usage splits the input into text and image tokens, the output is image tokens, and counts the images', () => {
+    expect(
+      imagesUsage(
+        {
+          input_tokens: 50,
+          input_tokens_details: { text_tokens: 20, image_tokens: 30 },
+          output_tokens: 1056,
+          total_tokens: 1106,
+        },
+        1,
+      ),
+    ).toEqual({
+      prompt_tokens: 50,
+      completion_tokens: 1056,
+      total_tokens: 1106,
+      images: { input_image_tokens: 30, output_image_tokens: 1056, image_count: 1 },
+    });
+    // A model that reports nothing: only the images returned, for a per-image price.
+    expect(imagesReply({ data: [{ url: 'u1' }, { url: 'u2' }] }).usage).toEqual({
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      images: { input_image_tokens: 0, output_image_tokens: 0, image_count: 2 },
+    });
+  });
+
+  const upstream = (text: string) =>
+    ({ statusCode: 200, headers: {}, body: Readable.from([Buffer.from(text)]) }) as unknown as Parameters<
+      typeof imageEvents
+    >[0];
+  const drain = async (text: string) => {
+    const out: RelayedEvent[] = [];
+    for await (const e of imageEvents(upstream(text), 1 << 20)) out.push(e);
+    return out;
+  };
+  const frame = (data: unknown) => `event: x\ndata: ${JSON.stringify(data)}\n\n`;
+
+  it('relays partial images and sums the usage of the completed ones', async () => {
+    const usage = {
+      input_tokens: 5,
+      input_tokens_details: { text_tokens: 5 },
+      output_tokens: 100,
+      total_tokens: 105,
+    };
+    const events = await drain(
+      frame({ type: 'image_generation.partial_image', b64_json: 'a' }) +
+        frame({ type: 'image_generation.completed', b64_json: 'b', usage }) +
+        frame({ type: 'image_generation.completed', b64_json: 'c', usage }),
+    );
+    expect(events).toHaveLength(3);
+    expect(events[0]!.usage).toBeUndefined();
+    expect(events[2]!.usage).toMatchObject({
+      prompt_tokens: 10,
+      completion_tokens: 200,
+      images: { image_count: 2 },
+    });
+  });
+
+  it('fails a stream that ends before any image completed, or carries an error event', async () => {
+    await expect(drain(frame({ type: 'image_generation.partial_image', b64_json: 'a' }))).rejects.toThrow(
+      /before any image completed/,
+    );
+    await expect(drain(frame({ type: 'error', error: { message: 'moderation_blocked' } }))).rejects.toThrow(
+      /moderation_blocked/,
+    );
   });
 });

@@ -4,8 +4,10 @@ import { responses } from './responses.js';
 import {
   chatCompletions,
   embeddings,
+  imageGenerations,
   jsonError,
   listModels,
+  moderations,
   type RouteResult,
   retrieveModel,
 } from './routes.js';
@@ -143,6 +145,8 @@ const POST_ROUTES: Record<string, (body: Record<string, unknown>, options: Reply
   '/v1/chat/completions': chatCompletions,
   '/v1/embeddings': embeddings,
   '/v1/responses': responses,
+  '/v1/moderations': moderations,
+  '/v1/images/generations': imageGenerations,
 };
 
 const PARSE_ERROR = openAIError(

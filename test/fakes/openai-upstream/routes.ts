@@ -259,3 +259,145 @@ export const retrieveModel = (id: string, options: ReplyOptions): RouteResult =>
         404,
         openAIError(`The model '${id}' does not exist`, 'invalid_request_error', 'model_not_found', 'model'),
       );
+
+const MODERATION_CATEGORIES = [
+  'harassment',
+  'harassment/threatening',
+  'hate',
+  'hate/threatening',
+  'illicit',
+  'illicit/violent',
+  'self-harm',
+  'self-harm/instructions',
+  'self-harm/intent',
+  'sexual',
+  'sexual/minors',
+  'violence',
+  'violence/graphic',
+] as const;
+
+/** The texts and image URLs of a moderation input, or undefined when the API would refuse it. */
+const moderationInputs = (input: unknown): { text: string; images: number }[] | undefined => {
+  if (typeof input === 'string') return [{ text: input, images: 0 }];
+  if (!Array.isArray(input) || input.length === 0) return undefined;
+  if (input.every((i) => typeof i === 'string')) return input.map((text: string) => ({ text, images: 0 }));
+  // Multimodal parts make one result together, as the omni models answer them.
+  let text = '';
+  let images = 0;
+  for (const part of input) {
+    if (!isRecord(part)) return undefined;
+    if (part.type === 'text' && typeof part.text === 'string') text += part.text;
+    else if (part.type === 'image_url' && isRecord(part.image_url) && typeof part.image_url.url === 'string')
+      images++;
+    else return undefined;
+  }
+  return [{ text, images }];
+};
+
+/**
+ * `POST /v1/moderations` as the API answers: one result per input; a text mentioning "kill" is
+ * flagged for violence, deterministically, so tests can tell results apart. No usage is reported.
+ */
+export const moderations = (body: Record<string, unknown>): RouteResult => {
+  const inputs = moderationInputs(body.input);
+  if (!inputs)
+    return jsonError(
+      400,
+      openAIError(
+        "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+      ),
+    );
+  const model = typeof body.model === 'string' && body.model !== '' ? body.model : 'omni-moderation-latest';
+  return ok({
+    id: `modr-${Math.random().toString(36).slice(2, 12)}`,
+    model,
+    results: inputs.map(({ text, images }) => {
+      const violent = /kill/i.test(text);
+      const categories = Object.fromEntries(
+        MODERATION_CATEGORIES.map((c) => [c, c === 'violence' && violent]),
+      );
+      const scores = Object.fromEntries(
+        MODERATION_CATEGORIES.map((c) => [c, c === 'violence' && violent ? 0.93 : 0.0004]),
+      );
+      const types = Object.fromEntries(
+        MODERATION_CATEGORIES.map((c) => [
+          c,
+          images > 0 && c.startsWith('violence') ? ['text', 'image'] : ['text'],
+        ]),
+      );
+      return { flagged: violent, categories, category_scores: scores, category_applied_input_types: types };
+    }),
+  });
+};
+
+/** A 1x1 PNG: what every fake image is. */
+const PIXEL_PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
+/** Output image tokens the fake reports per generated image (a 1024x1024 medium image). */
+export const FAKE_IMAGE_OUTPUT_TOKENS = 1056;
+
+/**
+ * `POST /v1/images/generations` as the API answers: token-priced `gpt-image-*` models return
+ * b64_json and usage (input split into text and image tokens), stream partial images then one
+ * completed event per image when `stream` is true; other models (dall-e-*) return URLs or b64_json
+ * as `response_format` asks, with no usage.
+ */
+export const imageGenerations = (body: Record<string, unknown>): RouteResult => {
+  const model = typeof body.model === 'string' && body.model !== '' ? body.model : 'dall-e-2';
+  if (typeof body.prompt !== 'string' || body.prompt === '')
+    return jsonError(
+      400,
+      openAIError("Missing required parameter: 'prompt'.", undefined, 'missing_required_parameter', 'prompt'),
+    );
+  const n = typeof body.n === 'number' ? body.n : 1;
+  const tokenPriced = model.startsWith('gpt-image');
+  const textTokens = Math.max(1, Math.ceil(body.prompt.length / 4));
+  const usage = {
+    input_tokens: textTokens,
+    input_tokens_details: { text_tokens: textTokens, image_tokens: 0 },
+    output_tokens: FAKE_IMAGE_OUTPUT_TOKENS * n,
+    total_tokens: textTokens + FAKE_IMAGE_OUTPUT_TOKENS * n,
+  };
+  const created = Math.floor(Date.now() / 1000);
+  if (body.stream === true && tokenPriced) {
+    const partials = typeof body.partial_images === 'number' ? body.partial_images : 0;
+    const frames: string[] = [];
+    const event = (type: string, data: Record<string, unknown>) =>
+      frames.push(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+    const common = {
+      created_at: created,
+      size: '1024x1024',
+      quality: 'medium',
+      background: 'opaque',
+      output_format: 'png',
+    };
+    for (let i = 0; i < partials; i++)
+      event('image_generation.partial_image', { ...common, b64_json: PIXEL_PNG, partial_image_index: i });
+    event('image_generation.completed', {
+      ...common,
+      b64_json: PIXEL_PNG,
+      usage: {
+        ...usage,
+        output_tokens: FAKE_IMAGE_OUTPUT_TOKENS,
+        total_tokens: textTokens + FAKE_IMAGE_OUTPUT_TOKENS,
+      },
+    });
+    return {
+      kind: 'stream',
+      frames,
+      errorFrame: (error) => `event: error\ndata: ${JSON.stringify({ type: 'error', error })}\n\n`,
+    };
+  }
+  const asUrl = !tokenPriced && body.response_format !== 'b64_json';
+  const data = Array.from({ length: n }, (_, i) =>
+    asUrl
+      ? { url: `https://images.example.test/${created}-${i}.png`, revised_prompt: body.prompt }
+      : { b64_json: PIXEL_PNG, ...(tokenPriced ? {} : { revised_prompt: body.prompt }) },
+  );
+  return ok({
+    created,
+    data,
+    ...(tokenPriced ? { usage, size: '1024x1024', quality: 'medium', output_format: 'png' } : {}),
+  });
+};

@@ -36,6 +36,74 @@ export const parseEmbeddingsBody = (body: unknown): CanonicalRequest => {
   };
 };
 
+/** The model the moderations API uses when a request names none. */
+export const DEFAULT_MODERATION_MODEL = 'omni-moderation-latest';
+
+/**
+ * Moderations (SPEC 4.1): `input` a string, an array of strings, or an array of text and image_url
+ * parts; `model` optional as in the OpenAI API. The parts themselves are the upstream's to judge.
+ */
+export const parseModerationsBody = (body: unknown): CanonicalRequest => {
+  const raw = objectBody(body);
+  if (raw.model === undefined || raw.model === null) raw.model = DEFAULT_MODERATION_MODEL;
+  const model = modelOf(raw);
+  const input = raw.input;
+  const valid =
+    typeof input === 'string' ||
+    (Array.isArray(input) &&
+      input.length > 0 &&
+      (input.every((i) => typeof i === 'string') ||
+        input.every((i) => i !== null && typeof i === 'object' && !Array.isArray(i))));
+  if (!valid)
+    throw invalid(
+      'input',
+      'input must be a string, an array of strings, or an array of text and image_url parts',
+    );
+  return {
+    operation: 'moderations',
+    route: '/v1/moderations',
+    model,
+    messages: [],
+    stream: false,
+    includeUsage: false,
+    raw,
+  };
+};
+
+/** The model the images API uses when a request names none. */
+export const DEFAULT_IMAGE_MODEL = 'dall-e-2';
+
+/**
+ * Image generation (SPEC 4.1): `prompt` required, `model` optional as in the OpenAI API, `n` from 1
+ * to 10, `stream` a boolean (partial images where the model streams them); sizes, formats and
+ * qualities are the upstream's to judge.
+ */
+export const parseImageGenerationBody = (body: unknown): CanonicalRequest => {
+  const raw = objectBody(body);
+  if (raw.model === undefined || raw.model === null) raw.model = DEFAULT_IMAGE_MODEL;
+  const model = modelOf(raw);
+  if (typeof raw.prompt !== 'string' || raw.prompt === '')
+    throw invalid('prompt', 'prompt must be a non-empty string');
+  const n = raw.n;
+  if (n !== undefined && n !== null && !(typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 10))
+    throw invalid('n', 'n must be an integer from 1 to 10');
+  if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean')
+    throw invalid('stream', 'stream must be a boolean');
+  if (raw.user !== undefined && raw.user !== null && typeof raw.user !== 'string')
+    throw invalid('user', 'user must be a string');
+  return {
+    operation: 'images',
+    route: '/v1/images/generations',
+    model,
+    messages: [],
+    stream: raw.stream === true,
+    includeUsage: false,
+    ...(typeof n === 'number' ? { n } : {}),
+    ...(typeof raw.user === 'string' ? { endUserId: raw.user } : {}),
+    raw,
+  };
+};
+
 export const parseResponsesBody = (body: unknown): CanonicalRequest => {
   const raw = objectBody(body);
   const model = modelOf(raw);

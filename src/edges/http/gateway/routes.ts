@@ -32,8 +32,6 @@ const UNIMPLEMENTED_FAMILIES = [
 
 /** Routes of the primary edge that exist in the SPEC but are not built yet: 501 after auth. */
 const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
-  ['POST', '/moderations'],
-  ['POST', '/images/generations'],
   ['POST', '/images/edits'],
   ['POST', '/images/variations'],
   ['POST', '/files'],
