@@ -40,6 +40,11 @@ const choicesOf = (n: unknown): number | null => {
  * its worst case on that endpoint, once per choice the request asks for.
  */
 const IMAGE_OUTPUT_TOKENS_WORST = 6_240;
+/**
+ * An input image of an edit or variation, in tokens, at its worst: token-priced image models read
+ * an input image at high fidelity in a few thousand tokens (the file's bytes say nothing of it).
+ */
+const IMAGE_INPUT_TOKENS_WORST = 8_000;
 
 const shapeOf = (
   scope: RequestScope,
@@ -55,9 +60,12 @@ const shapeOf = (
       // Token-priced image models bill the output in image tokens: the largest a generated image
       // takes (a high-quality 1536x1024 image, 6,240 tokens) per image asked for.
       const images = Math.max(1, choices);
+      const uploads = canonical.uploads ?? [];
+      // An edit's text is its form fields; its files are images, counted as such, not by bytes.
+      const textBytes = uploads.length > 0 ? Buffer.byteLength(JSON.stringify(canonical.raw)) : requestBytes;
       return {
         operation: 'image_generation',
-        prompt_tokens: Math.max(1, Math.ceil(requestBytes / 4)),
+        prompt_tokens: Math.max(1, Math.ceil(textBytes / 4)) + IMAGE_INPUT_TOKENS_WORST * uploads.length,
         max_output_tokens: IMAGE_OUTPUT_TOKENS_WORST * images,
         image_count: images,
       };

@@ -109,6 +109,31 @@ export const routeRules = (
   return refusal ? { ok: false, error: refusal } : pinned;
 };
 
+/** The one model family that makes image variations (SPEC 4.1 route table). */
+export const VARIATIONS_FAMILY = 'dall-e-2';
+
+const isVariationsFamily = (e: RegistryEndpoint) =>
+  [e.model, e.provider_model_id].some(
+    (id) =>
+      id === VARIATIONS_FAMILY ||
+      id.startsWith(`${VARIATIONS_FAMILY}-`) ||
+      id.endsWith(`/${VARIATIONS_FAMILY}`),
+  );
+
+/** SPEC 4.1: image variations are served by one model family; other candidates are filtered out. */
+const variationsRule = (_request: CanonicalRequest, candidates: RegistryEndpoint[]): RouteVerdict => {
+  const family = candidates.filter(isVariationsFamily);
+  if (family.length > 0) return { ok: true, candidates: family };
+  return {
+    ok: false,
+    error: new ServiceError(
+      'no_compatible_candidate',
+      `image variations are made by the ${VARIATIONS_FAMILY} model family only; none of ${named(candidates)} is one`,
+      { param: 'model' },
+    ),
+  };
+};
+
 /** SPEC 4.1 rule 8 for the responses route: the paid hosted tools rule alone. */
 const hostedToolsRule = (request: CanonicalRequest, candidates: RegistryEndpoint[]): RouteVerdict => {
   const refusal = refuseHostedTools(request, candidates);
@@ -140,6 +165,9 @@ export const ROUTE_POLICY: Readonly<Record<Route, RoutePolicy>> = {
   // SPEC 4.1: reference-provider upstreams only (no other adapter serves it), priced at zero.
   '/v1/moderations': { capability: 'moderations', describe: 'moderations', zeroRated: true },
   '/v1/images/generations': { capability: 'images', describe: 'image generation' },
+  '/v1/images/edits': { capability: 'images', describe: 'image edits' },
+  // SPEC 4.1: one model family only.
+  '/v1/images/variations': { capability: 'images', describe: 'image variations', rules: variationsRule },
   // Not gated on the responses flag alone (SPEC 4.1 rule 3 names embeddings, not responses): a
   // chat model may take a responses call, as deployment hosts do although /v1/models reports
   // responses false for them (SPEC 4.7), and a provider that cannot answers with the structured

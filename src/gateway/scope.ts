@@ -48,6 +48,20 @@ export interface GatewayDeps {
 }
 
 /**
+ * The caller's body as recorded: a multipart request's text fields, and each file by its name, type
+ * and size under the field it came in (the bytes went upstream; they are not a body to keep).
+ */
+const withUploads = (canonical: CanonicalRequest): Record<string, unknown> => {
+  if (!canonical.uploads?.length) return canonical.raw;
+  const files: Record<string, unknown[]> = {};
+  for (const u of canonical.uploads) {
+    const summary = { filename: u.filename, content_type: u.contentType, bytes: u.bytes.length };
+    files[u.field] = [...(files[u.field] ?? []), summary];
+  }
+  return { ...canonical.raw, ...files };
+};
+
+/**
  * Where the request path asks for a policy decision (SPEC 1.9, 4.8): in process over the policy
  * snapshot, or PolicyService.Evaluate over gRPC when POLICY_GRPC_ENDPOINT is set (gateway/policy.ts).
  * Both run the same evaluation (src/policy/evaluate.ts).
@@ -202,7 +216,7 @@ export class RequestScope {
       bodies: null,
     };
     this.registry = deps.registry();
-    this.callerBody = canonical.preserved?.raw ?? canonical.raw;
+    this.callerBody = canonical.preserved?.raw ?? withUploads(canonical);
   }
 
   /**

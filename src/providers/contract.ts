@@ -61,7 +61,18 @@ export type Route =
   | '/v1/embeddings'
   | '/v1/responses'
   | '/v1/moderations'
-  | '/v1/images/generations';
+  | '/v1/images/generations'
+  | '/v1/images/edits'
+  | '/v1/images/variations';
+
+/** One file of a multipart request (image edits and variations), held whole for retries. */
+export interface UploadedFile {
+  /** The form field it came in (`image`, `image[]`, `mask`). */
+  field: string;
+  filename: string;
+  contentType: string;
+  bytes: Buffer;
+}
 
 /**
  * SPEC 4.2 rule 8: what only the alternate dialect can say, kept so a messages-style target can
@@ -102,6 +113,11 @@ export interface CanonicalRequest {
   raw: Record<string, unknown>;
   /** Present only for requests that came through the alternate edge. */
   preserved?: PreservationEnvelope;
+  /**
+   * The files of a multipart request (SPEC 4.1: image edits and variations), in the order they came;
+   * `raw` then holds the form's text fields, as strings.
+   */
+  uploads?: UploadedFile[];
 }
 
 export interface Usage {

@@ -151,7 +151,8 @@ export const transportFailure = (err: unknown, aborted: 'client' | 'deadline' | 
 export const callUpstream = (options: {
   url: string;
   headers: Record<string, string>;
-  body: string;
+  /** Sent as is; a Buffer may be sent again by a later attempt (it is never consumed). */
+  body: string | Buffer;
   signal: AbortSignal;
   timeoutMs: number;
   /** Time allowed between body chunks once headers arrived (streams stay open for long). */

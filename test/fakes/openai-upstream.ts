@@ -43,13 +43,25 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** The bearer token of `Authorization`, if any. */
   apiKey: string | undefined;
-  /** The parsed JSON body; undefined when the body was empty or not JSON. */
+  /**
+   * The parsed JSON body; undefined when the body was empty or not JSON. A multipart/form-data body
+   * (image edits and variations) is read by the platform's own FormData parser (undici's, not the
+   * gateway's) into its text fields, as strings, and `form.files`.
+   */
   body: unknown;
+  form?: { files: FakeFormFile[] };
   rawBody: Buffer;
   /** `Date.now()` when the body had been read. */
   receivedAt: number;
   /** The client's port: equal ports on two requests mean a reused keep-alive connection. */
   remotePort: number | undefined;
+}
+
+export interface FakeFormFile {
+  field: string;
+  filename: string;
+  type: string;
+  bytes: Buffer;
 }
 
 export interface FakeOpenAIOptions {
@@ -80,6 +92,34 @@ export interface FakeOpenAI {
 const bearer = (header: string | undefined): string | undefined =>
   /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
 
+/** A multipart body as the platform's FormData parser reads it; undefined when it is not one. */
+const parseForm = async (
+  raw: Buffer,
+  contentType: string | undefined,
+): Promise<{ fields: Record<string, string>; files: FakeFormFile[] } | undefined> => {
+  if (!contentType?.startsWith('multipart/form-data')) return undefined;
+  try {
+    const form = await new Response(new Uint8Array(raw), {
+      headers: { 'content-type': contentType },
+    }).formData();
+    const fields: Record<string, string> = {};
+    const files: FakeFormFile[] = [];
+    for (const [field, value] of form.entries()) {
+      if (typeof value === 'string') fields[field] = value;
+      else
+        files.push({
+          field,
+          filename: value.name,
+          type: value.type,
+          bytes: Buffer.from(await value.arrayBuffer()),
+        });
+    }
+    return { fields, files };
+  } catch {
+    return undefined;
+  }
+};
+
 const parseJson = (raw: Buffer): unknown => {
   if (raw.length === 0) return undefined;
   try {
@@ -103,13 +143,15 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const rawBody = Buffer.concat(chunks);
       const url = new URL(req.url ?? '/', 'http://fake');
+      const form = await parseForm(rawBody, req.headers['content-type']);
       const recorded: RecordedRequest = {
         method: req.method ?? 'GET',
         path: url.pathname,
         query: Object.fromEntries(url.searchParams),
         headers: req.headers,
         apiKey: bearer(req.headers.authorization),
-        body: parseJson(rawBody),
+        body: form ? { ...form.fields } : parseJson(rawBody),
+        ...(form ? { form: { files: form.files } } : {}),
         rawBody,
         receivedAt: Date.now(),
         remotePort: req.socket.remotePort,

@@ -1,5 +1,6 @@
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest, ChatMessage, Usage } from '../contract.js';
 import { connectionOrLane } from '../destinations.js';
+import { formDataBody } from '../form-data.js';
 import { callUpstream, failureFromStatus, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptOutcome,
@@ -123,13 +124,19 @@ export const openAiShapedOutcome = async (
   return read.ok ? { ok: true, reply: replyOf(read.json) } : read;
 };
 
-/** One POST to `{base}/{path}` with the connection's bearer key and the request id. */
-const post = (target: AttemptTarget, path: string, body: string, stream: boolean) =>
+/** One POST to `{base}/{path}` with the connection's bearer key and the request id; a JSON body unless told. */
+const post = (
+  target: AttemptTarget,
+  path: string,
+  body: string | Buffer,
+  stream: boolean,
+  contentType = 'application/json',
+) =>
   callUpstream({
     url: `${openAiBaseUrl(target.credentials.baseUrl, target.endpoint.base_url)}/${path}`,
     headers: {
       authorization: `Bearer ${target.credentials.secret}`,
-      'content-type': 'application/json',
+      'content-type': contentType,
       accept: stream ? 'text/event-stream' : 'application/json',
       'x-svc-request-id': target.requestId,
     },
@@ -170,12 +177,14 @@ export const openAiAdapter: ProviderAdapter = {
     });
   },
   images: async (request, target): Promise<JsonOutcome> => {
-    const called = await post(
-      target,
-      'images/generations',
-      withModel(request.raw, target.endpoint.provider_model_id),
-      request.stream,
-    );
+    const model = target.endpoint.provider_model_id;
+    const path = request.route.slice('/v1/'.length);
+    let called: Awaited<ReturnType<typeof post>>;
+    if (request.uploads) {
+      // Edits and variations: the caller's form as it came, with the upstream's model id.
+      const form = formDataBody({ ...request.raw, model }, request.uploads);
+      called = await post(target, path, form.body, request.stream, form.contentType);
+    } else called = await post(target, path, withModel(request.raw, model), request.stream);
     if (!called.ok) return called;
     return jsonOperationOutcome(called.response, {
       stream: request.stream,

@@ -1,10 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FakeFormFile } from '../openai-upstream.js';
 import type { Behaviour, ReplyOptions, StreamFault } from './behaviours.js';
 import { responses } from './responses.js';
 import {
   chatCompletions,
   embeddings,
+  imageEdits,
   imageGenerations,
+  imageVariations,
   jsonError,
   listModels,
   moderations,
@@ -22,6 +25,7 @@ export interface Exchange {
   path: string;
   apiKey: string | undefined;
   body: unknown;
+  form?: { files: FakeFormFile[] };
 }
 
 const JSON_TYPE = 'application/json';
@@ -149,6 +153,11 @@ const POST_ROUTES: Record<string, (body: Record<string, unknown>, options: Reply
   '/v1/images/generations': imageGenerations,
 };
 
+const FORM_ROUTES: Record<string, (fields: Record<string, unknown>, files: FakeFormFile[]) => RouteResult> = {
+  '/v1/images/edits': imageEdits,
+  '/v1/images/variations': imageVariations,
+};
+
 const PARSE_ERROR = openAIError(
   "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)",
 );
@@ -157,6 +166,11 @@ const route = (x: Exchange, options: ReplyOptions): RouteResult => {
   const post = POST_ROUTES[x.path];
   if (x.method === 'POST' && post)
     return isRecord(x.body) ? post(x.body, options) : jsonError(400, PARSE_ERROR);
+  const form = FORM_ROUTES[x.path];
+  if (x.method === 'POST' && form)
+    return x.form && isRecord(x.body)
+      ? form(x.body, x.form.files)
+      : jsonError(400, openAIError('Invalid Content-Type header, expected multipart/form-data.'));
   if (x.method === 'GET' && x.path === '/v1/models') return listModels(options);
   if (x.method === 'GET' && x.path.startsWith('/v1/models/')) {
     return retrieveModel(decodeURIComponent(x.path.slice('/v1/models/'.length)), options);

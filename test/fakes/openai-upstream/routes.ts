@@ -1,3 +1,4 @@
+import type { FakeFormFile } from '../openai-upstream.js';
 import type { ReplyOptions } from './behaviours.js';
 import {
   approximateTokens,
@@ -344,20 +345,118 @@ export const FAKE_IMAGE_OUTPUT_TOKENS = 1056;
  * as `response_format` asks, with no usage.
  */
 export const imageGenerations = (body: Record<string, unknown>): RouteResult => {
-  const model = typeof body.model === 'string' && body.model !== '' ? body.model : 'dall-e-2';
-  if (typeof body.prompt !== 'string' || body.prompt === '')
+  if (typeof body.prompt !== 'string' || body.prompt === '') return missing('prompt');
+  return images(body, { prompt: body.prompt, inputImages: 0, events: 'image_generation' });
+};
+
+const missing = (param: string) =>
+  jsonError(
+    400,
+    openAIError(`Missing required parameter: '${param}'.`, undefined, 'missing_required_parameter', param),
+  );
+
+const revised = (prompt: string) => (prompt ? { revised_prompt: prompt } : {});
+
+/** Input image tokens the fake reports per image an edit is given. */
+export const FAKE_IMAGE_INPUT_TOKENS = 323;
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const isPng = (f: FakeFormFile) => f.bytes.subarray(0, 8).equals(PNG_SIGNATURE);
+
+/**
+ * `POST /v1/images/edits` (multipart) as the API answers: `image` (one) or `image[]` (up to 16 for
+ * gpt-image models; dall-e-2 takes one PNG), an optional PNG `mask`, a `prompt`; text fields are
+ * strings on the wire. Input images are reported as image tokens.
+ */
+export const imageEdits = (fields: Record<string, unknown>, files: readonly FakeFormFile[]): RouteResult => {
+  const model = typeof fields.model === 'string' && fields.model !== '' ? fields.model : 'dall-e-2';
+  const images = files.filter((f) => f.field === 'image' || f.field === 'image[]');
+  const mask = files.filter((f) => f.field === 'mask');
+  const other = files.find((f) => !['image', 'image[]', 'mask'].includes(f.field));
+  if (other)
     return jsonError(
       400,
-      openAIError("Missing required parameter: 'prompt'.", undefined, 'missing_required_parameter', 'prompt'),
+      openAIError(`Unknown parameter: '${other.field}'.`, undefined, 'unknown_parameter', other.field),
     );
+  if (images.length === 0) return missing('image');
+  if (typeof fields.prompt !== 'string' || fields.prompt === '') return missing('prompt');
+  if (model.startsWith('dall-e-2') && (images.length > 1 || !isPng(images[0]!)))
+    return jsonError(
+      400,
+      openAIError(
+        'Invalid input image - format must be a single PNG for dall-e-2.',
+        undefined,
+        'invalid_image',
+        'image',
+      ),
+    );
+  if (mask.length > 1 || (mask[0] && !isPng(mask[0])))
+    return jsonError(
+      400,
+      openAIError('Invalid mask image - format must be PNG.', undefined, 'invalid_image', 'mask'),
+    );
+  return images_(fields, model, { prompt: fields.prompt, inputImages: images.length, events: 'image_edit' });
+};
+
+/** `POST /v1/images/variations` (multipart): dall-e-2 only, one PNG `image`, no prompt. */
+export const imageVariations = (
+  fields: Record<string, unknown>,
+  files: readonly FakeFormFile[],
+): RouteResult => {
+  const model = typeof fields.model === 'string' && fields.model !== '' ? fields.model : 'dall-e-2';
+  if (!model.startsWith('dall-e-2'))
+    return jsonError(
+      400,
+      openAIError(
+        `Invalid model ${model}. The model argument should be left blank.`,
+        undefined,
+        'invalid_value',
+        'model',
+      ),
+    );
+  const image = files.filter((f) => f.field === 'image');
+  if (image.length !== 1 || files.length !== 1) return missing('image');
+  if (!isPng(image[0]!))
+    return jsonError(
+      400,
+      openAIError('Invalid input image - format must be PNG.', undefined, 'invalid_image', 'image'),
+    );
+  return images_(fields, model, { prompt: '', inputImages: 1, events: 'image_variation' });
+};
+
+/** Multipart fields arrive as strings: n and stream read as the API reads them. */
+const images_ = (
+  fields: Record<string, unknown>,
+  model: string,
+  shape: { prompt: string; inputImages: number; events: string },
+): RouteResult => {
+  const n = typeof fields.n === 'string' ? Number(fields.n) : 1;
+  return images(
+    {
+      ...fields,
+      model,
+      n,
+      stream: fields.stream === 'true',
+      ...(typeof fields.partial_images === 'string' ? { partial_images: Number(fields.partial_images) } : {}),
+    },
+    shape,
+  );
+};
+
+const images = (
+  body: Record<string, unknown>,
+  shape: { prompt: string; inputImages: number; events: string },
+): RouteResult => {
+  const model = typeof body.model === 'string' && body.model !== '' ? body.model : 'dall-e-2';
   const n = typeof body.n === 'number' ? body.n : 1;
   const tokenPriced = model.startsWith('gpt-image');
-  const textTokens = Math.max(1, Math.ceil(body.prompt.length / 4));
+  const textTokens = Math.max(1, Math.ceil(shape.prompt.length / 4));
+  const imageTokens = FAKE_IMAGE_INPUT_TOKENS * shape.inputImages;
   const usage = {
-    input_tokens: textTokens,
-    input_tokens_details: { text_tokens: textTokens, image_tokens: 0 },
+    input_tokens: textTokens + imageTokens,
+    input_tokens_details: { text_tokens: textTokens, image_tokens: imageTokens },
     output_tokens: FAKE_IMAGE_OUTPUT_TOKENS * n,
-    total_tokens: textTokens + FAKE_IMAGE_OUTPUT_TOKENS * n,
+    total_tokens: textTokens + imageTokens + FAKE_IMAGE_OUTPUT_TOKENS * n,
   };
   const created = Math.floor(Date.now() / 1000);
   if (body.stream === true && tokenPriced) {
@@ -373,14 +472,14 @@ export const imageGenerations = (body: Record<string, unknown>): RouteResult => 
       output_format: 'png',
     };
     for (let i = 0; i < partials; i++)
-      event('image_generation.partial_image', { ...common, b64_json: PIXEL_PNG, partial_image_index: i });
-    event('image_generation.completed', {
+      event(`${shape.events}.partial_image`, { ...common, b64_json: PIXEL_PNG, partial_image_index: i });
+    event(`${shape.events}.completed`, {
       ...common,
       b64_json: PIXEL_PNG,
       usage: {
         ...usage,
         output_tokens: FAKE_IMAGE_OUTPUT_TOKENS,
-        total_tokens: textTokens + FAKE_IMAGE_OUTPUT_TOKENS,
+        total_tokens: textTokens + imageTokens + FAKE_IMAGE_OUTPUT_TOKENS,
       },
     });
     return {
@@ -392,8 +491,8 @@ export const imageGenerations = (body: Record<string, unknown>): RouteResult => 
   const asUrl = !tokenPriced && body.response_format !== 'b64_json';
   const data = Array.from({ length: n }, (_, i) =>
     asUrl
-      ? { url: `https://images.example.test/${created}-${i}.png`, revised_prompt: body.prompt }
-      : { b64_json: PIXEL_PNG, ...(tokenPriced ? {} : { revised_prompt: body.prompt }) },
+      ? { url: `https://images.example.test/${created}-${i}.png`, ...revised(shape.prompt) }
+      : { b64_json: PIXEL_PNG, ...(tokenPriced ? {} : revised(shape.prompt)) },
   );
   return ok({
     created,

@@ -6,9 +6,12 @@ import { registerAltRoutes } from '../alt/routes.js';
 import { authenticateApiKey } from './auth.js';
 import { registerChatRoute } from './chat.js';
 import type { GatewayEdgeDeps } from './client.js';
+import { registerFileRoutes } from './files-routes.js';
+import { registerImageUploadRoutes } from './image-uploads.js';
 import { boundJsonDepth } from './json-parser.js';
 import { registerJsonOperationRoutes } from './json-routes.js';
 import { registerModelRoutes } from './models.js';
+import { acceptMultipart } from './multipart.js';
 import { countReceivedBytes } from './received-bytes.js';
 import { registerTracesIngestRoute } from './traces-ingest.js';
 
@@ -32,10 +35,6 @@ const UNIMPLEMENTED_FAMILIES = [
 
 /** Routes of the primary edge that exist in the SPEC but are not built yet: 501 after auth. */
 const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
-  ['POST', '/images/edits'],
-  ['POST', '/images/variations'],
-  ['POST', '/files'],
-  ['GET', '/files'],
   ['POST', '/vector_stores'],
   ['GET', '/vector_stores'],
 ];
@@ -91,6 +90,12 @@ export const registerGatewayRoutes = async (
       registerJsonOperationRoutes(v1, chat);
       registerModelRoutes(v1, chat);
       registerTracesIngestRoute(v1);
+      // The routes that take multipart/form-data; every other route still answers it with a 415.
+      await v1.register(async (uploads) => {
+        acceptMultipart(uploads);
+        registerImageUploadRoutes(uploads, chat);
+        registerFileRoutes(uploads, chat);
+      });
       for (const [method, path] of PRIMARY_NOT_BUILT)
         v1.route({ method, url: path, handler: async () => notBuilt(`${method} /v1${path}`) });
     },
