@@ -41,10 +41,12 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** Roles that read or write stored objects; a lean gateway opens none. */
+/** The data roles: each reads or writes stored objects. */
 export const DATA_ROLES: readonly RoleName[] = ['ingest', 'query', 'trace-ingest', 'audit'];
 /** Of those, the roles that read or write analytics rows (trace-ingest only publishes and stores payloads; audit keeps its log in PostgreSQL). */
 const ANALYTICS_ROLES: readonly RoleName[] = ['ingest', 'query'];
+/** Roles that open the object store: the data roles, and the gateway for /v1/files (SPEC 4.1). */
+const OBJECT_ROLES: readonly RoleName[] = [...DATA_ROLES, 'gateway'];
 
 export const parseRoles = (value: string | undefined): RoleName[] => {
   if (!value || value === 'all') return [...ROLE_NAMES];
@@ -161,15 +163,15 @@ export const startService = async (
       health.register('data-process', () => started.health());
     }
     checkpoint();
-    if (split.here.some((r) => DATA_ROLES.includes(r))) {
-      if (split.here.some((r) => ANALYTICS_ROLES.includes(r))) {
-        const store = await openHereAnalytics(config, dataProcess);
-        analytics = store;
-        health.register('analytics', async () => {
-          const h = await store.health();
-          if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
-        });
-      }
+    if (split.here.some((r) => ANALYTICS_ROLES.includes(r))) {
+      const store = await openHereAnalytics(config, dataProcess);
+      analytics = store;
+      health.register('analytics', async () => {
+        const h = await store.health();
+        if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
+      });
+    }
+    if (split.here.some((r) => OBJECT_ROLES.includes(r))) {
       const files = openObjects(config);
       objects = files;
       health.register('objects', async () => {

@@ -138,6 +138,11 @@ export const configSchema = z.object({
   SVC_GATEWAY_SPEND_CAP_REFRESH_MS: positiveInt.default(5_000),
   /** host:port of a QueryService for spend caps when the query role does not run in the gateway's process. */
   SVC_GATEWAY_QUERY_GRPC_ENDPOINT: optionalString,
+  /**
+   * The largest file `POST /v1/files` stores (SPEC 4.1), in bytes; a larger upload is refused with
+   * 413 and leaves nothing behind. OpenAI's own limit, 512 MiB, by default.
+   */
+  SVC_FILES_MAX_BYTES: positiveInt.default(512 * 1024 * 1024),
   /** Query API (SPEC 4.5, 8): the export row cap (400 above it), and the live stream's poll and heartbeat. */
   SVC_QUERY_EXPORT_MAX_ROWS: positiveInt.default(100_000),
   SVC_QUERY_LIVE_POLL_MS: positiveInt.default(1_000),

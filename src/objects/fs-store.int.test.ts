@@ -1,9 +1,25 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FsObjectStore, objectsPath } from './fs-store.js';
-import { InvalidObjectKeyError, ObjectNotFoundError, ObjectRangeError, ObjectStoreError } from './port.js';
+import {
+  InvalidObjectKeyError,
+  ObjectNotFoundError,
+  ObjectRangeError,
+  ObjectStoreError,
+  TEMP_PREFIX,
+} from './port.js';
+
+const readAll = async (stream: AsyncIterable<Uint8Array>): Promise<Buffer> => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks);
+};
+
+async function* chunksOf(...parts: Uint8Array[]): AsyncGenerator<Uint8Array> {
+  for (const part of parts) yield part;
+}
 
 describe('filesystem object store', () => {
   let dataDir: string;
@@ -174,5 +190,119 @@ describe('filesystem object store', () => {
     expect(seen.size).toBeGreaterThan(1);
     // No temporary file is left behind.
     expect(await readdir(join(dataDir, 'objects', 'org_1', 'hot'))).toEqual(['key']);
+  });
+
+  describe('putStream and getStream', () => {
+    const allBytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+
+    it('writes the chunks in order, whole, and reads them back as a stream', async () => {
+      const big = Buffer.alloc(3 * 1024 * 1024 + 17, 0xab);
+      const info = await store.putStream(
+        'org_1',
+        'files/prj_1/file-a',
+        chunksOf(allBytes, new Uint8Array(0), big, allBytes.subarray(0, 3)),
+      );
+      const expected = Buffer.concat([allBytes, big, allBytes.subarray(0, 3)]);
+      expect(info).toMatchObject({ key: 'files/prj_1/file-a', size: expected.length });
+      expect((await store.get('org_1', 'files/prj_1/file-a')).equals(expected)).toBe(true);
+      const read = await store.getStream('org_1', 'files/prj_1/file-a');
+      expect(read.size).toBe(expected.length);
+      expect((await readAll(read.stream)).equals(expected)).toBe(true);
+      // An empty source is an empty object, not an error.
+      expect(await store.putStream('org_1', 'files/prj_1/empty', chunksOf())).toMatchObject({ size: 0 });
+      expect(await store.get('org_1', 'files/prj_1/empty')).toEqual(Buffer.alloc(0));
+      expect((await readdir(join(dataDir, 'objects', 'org_1', 'files', 'prj_1'))).sort()).toEqual([
+        'empty',
+        'file-a',
+      ]);
+    });
+
+    it('writes each chunk before it asks the source for the next one: nothing is buffered', async () => {
+      const dir = join(dataDir, 'objects', 'org_1', 'up');
+      const chunk = Buffer.alloc(64 * 1024, 7);
+      const onDisk: number[] = [];
+      async function* source(): AsyncGenerator<Uint8Array> {
+        for (let i = 0; i < 8; i++) {
+          if (i > 0) {
+            const temp = (await readdir(dir)).find((n) => n.startsWith(TEMP_PREFIX));
+            onDisk.push(temp ? (await stat(join(dir, temp))).size : -1);
+          }
+          yield chunk;
+        }
+      }
+      await store.putStream('org_1', 'up/key', source());
+      expect(onDisk).toEqual([1, 2, 3, 4, 5, 6, 7].map((n) => n * chunk.length));
+      expect((await store.stat('org_1', 'up/key')).size).toBe(8 * chunk.length);
+    });
+
+    it('a source that fails leaves nothing at the key and no temporary file, and rethrows its error', async () => {
+      const failure = new Error('client went away');
+      async function* failing(): AsyncGenerator<Uint8Array> {
+        yield allBytes;
+        yield Buffer.alloc(200_000, 1);
+        throw failure;
+      }
+      await expect(store.putStream('org_1', 'files/p/broken', failing())).rejects.toBe(failure);
+      await expect(store.stat('org_1', 'files/p/broken')).rejects.toBeInstanceOf(ObjectNotFoundError);
+      expect(await readdir(join(dataDir, 'objects', 'org_1', 'files', 'p'))).toEqual([]);
+
+      // Over an existing object, a failed replacement leaves the old bytes in place.
+      await store.put('org_1', 'files/p/kept', 'old bytes');
+      await expect(store.putStream('org_1', 'files/p/kept', failing())).rejects.toBe(failure);
+      expect((await store.get('org_1', 'files/p/kept')).toString()).toBe('old bytes');
+      expect(await readdir(join(dataDir, 'objects', 'org_1', 'files', 'p'))).toEqual(['kept']);
+    });
+
+    it('a reader sees the old object until the new one is complete, then the new one whole', async () => {
+      await store.put('org_1', 'swap', 'old');
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let halfWritten!: () => void;
+      const half = new Promise<void>((resolve) => {
+        halfWritten = resolve;
+      });
+      async function* slow(): AsyncGenerator<Uint8Array> {
+        yield Buffer.from('new ');
+        halfWritten();
+        await gate;
+        yield Buffer.from('bytes');
+      }
+      const writing = store.putStream('org_1', 'swap', slow());
+      await half;
+      expect((await store.get('org_1', 'swap')).toString()).toBe('old');
+      expect((await store.list('org_1')).map((o) => o.key)).toEqual(['swap']);
+      release();
+      await writing;
+      expect((await store.get('org_1', 'swap')).toString()).toBe('new bytes');
+    });
+
+    it('refuses a bad key or organization before reading the source', async () => {
+      let pulled = false;
+      async function* watched(): AsyncGenerator<Uint8Array> {
+        pulled = true;
+        yield allBytes;
+      }
+      await expect(store.putStream('org_1', '../org_2/x', watched())).rejects.toBeInstanceOf(
+        InvalidObjectKeyError,
+      );
+      await expect(store.putStream('../org_2', 'x', watched())).rejects.toBeInstanceOf(InvalidObjectKeyError);
+      await expect(store.getStream('org_1', 'a/../b')).rejects.toBeInstanceOf(InvalidObjectKeyError);
+      expect(pulled).toBe(false);
+      expect(await readdir(dataDir)).toEqual([]);
+    });
+
+    it('getStream: absent keys and prefixes are not found; an open stream outlives a delete', async () => {
+      await store.put('org_1', 'dir/child', allBytes);
+      for (const key of ['missing', 'dir', 'dir/child/below'])
+        await expect(store.getStream('org_1', key), key).rejects.toBeInstanceOf(ObjectNotFoundError);
+      await expect(store.getStream('org_2', 'dir/child')).rejects.toBeInstanceOf(ObjectNotFoundError);
+
+      const open = await store.getStream('org_1', 'dir/child');
+      expect(await store.delete('org_1', 'dir/child')).toBe(true);
+      expect(await readAll(open.stream)).toEqual(allBytes);
+      await expect(store.getStream('org_1', 'dir/child')).rejects.toBeInstanceOf(ObjectNotFoundError);
+    });
   });
 });

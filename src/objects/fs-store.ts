@@ -1,6 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { constants, type Dirent } from 'node:fs';
-import { access, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import {
+  access,
+  type FileHandle,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  unlink,
+} from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import {
   assertKeyPrefix,
@@ -9,6 +20,7 @@ import {
   type ObjectInfo,
   ObjectNotFoundError,
   ObjectRangeError,
+  type ObjectReadStream,
   type ObjectStore,
   ObjectStoreError,
   type ObjectStoreHealth,
@@ -43,7 +55,36 @@ export class FsObjectStore implements ObjectStore {
 
   constructor(readonly root: string) {}
 
-  async put(orgId: string, key: string, data: Uint8Array | string): Promise<ObjectInfo> {
+  put(orgId: string, key: string, data: Uint8Array | string): Promise<ObjectInfo> {
+    return this.writeAtomically(orgId, key, (handle) => handle.writeFile(data));
+  }
+
+  putStream(orgId: string, key: string, source: AsyncIterable<Uint8Array>): Promise<ObjectInfo> {
+    return this.writeAtomically(orgId, key, async (handle) => {
+      // One chunk at a time: the source is not pulled again until its chunk is written, so a slow
+      // disk slows the sender (back-pressure) instead of filling memory.
+      let position = 0;
+      for await (const chunk of source) {
+        let done = 0;
+        while (done < chunk.byteLength) {
+          const { bytesWritten } = await handle.write(chunk, done, chunk.byteLength - done, position + done);
+          done += bytesWritten;
+        }
+        position += chunk.byteLength;
+      }
+    });
+  }
+
+  /**
+   * Writes through `write` into a temporary file beside the target, fsyncs it and renames it over
+   * the target (then fsyncs the directory). Any failure, `write`'s included, removes the temporary
+   * file and leaves the target as it was.
+   */
+  private async writeAtomically(
+    orgId: string,
+    key: string,
+    write: (handle: FileHandle) => Promise<void>,
+  ): Promise<ObjectInfo> {
     const target = this.pathOf(orgId, key);
     const dir = dirname(target);
     const created = await mkdir(dir, { recursive: true }).catch((err: unknown) => {
@@ -53,7 +94,7 @@ export class FsObjectStore implements ObjectStore {
     let info: ObjectInfo;
     const handle = await open(temp, 'wx', 0o644);
     try {
-      await handle.writeFile(data);
+      await write(handle);
       await handle.sync();
       const s = await handle.stat();
       info = { key, size: s.size, modifiedAt: s.mtime };
@@ -80,6 +121,23 @@ export class FsObjectStore implements ObjectStore {
       return await readFile(path);
     } catch (err) {
       throw this.notFoundOr(err, orgId, key);
+    }
+  }
+
+  async getStream(orgId: string, key: string): Promise<ObjectReadStream> {
+    const path = this.pathOf(orgId, key);
+    const handle = await open(path, 'r').catch((err: unknown) => {
+      throw this.notFoundOr(err, orgId, key);
+    });
+    // The open file is one version: a put renames another file in, a delete unlinks the name only.
+    try {
+      const s = await handle.stat();
+      if (!s.isFile()) throw new ObjectNotFoundError(orgId, key);
+      // The stream closes the file when it ends or is destroyed.
+      return { size: s.size, stream: handle.createReadStream({ autoClose: true }) };
+    } catch (err) {
+      await handle.close();
+      throw err;
     }
   }
 

@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /**
  * Object-store port (ARCHITECTURE.md "Storage and the flow of data"): request
  * body packs, files and artifacts. Every object belongs to one organization: each method takes the
@@ -13,6 +15,13 @@ export interface ObjectInfo {
   modifiedAt: Date;
 }
 
+/** An object being read as a stream: its size when opened, and its bytes. */
+export interface ObjectReadStream {
+  size: number;
+  /** One version of the object: a put or delete after the open does not change what it yields. */
+  stream: Readable;
+}
+
 export interface ObjectStoreHealth {
   ok: boolean;
   adapter: 'fs';
@@ -23,8 +32,16 @@ export interface ObjectStore {
   readonly adapter: 'fs';
   /** Replaces the object atomically: a reader sees the old bytes or the new ones, never a mix. */
   put(orgId: string, key: string, data: Uint8Array | string): Promise<ObjectInfo>;
+  /**
+   * `put` for bytes that arrive over time (an upload): the object appears whole once `source` ends,
+   * never before. When `source` throws, the error is rethrown and nothing is left at the key (a
+   * previous object there is untouched). Nothing is held in memory beyond the chunk being written.
+   */
+  putStream(orgId: string, key: string, source: AsyncIterable<Uint8Array>): Promise<ObjectInfo>;
   /** Rejects with ObjectNotFoundError when absent. */
   get(orgId: string, key: string): Promise<Buffer>;
+  /** The object as a stream, for objects too large to hold at once; ObjectNotFoundError when absent. */
+  getStream(orgId: string, key: string): Promise<ObjectReadStream>;
   /**
    * Exactly `length` bytes from `offset`. A range reaching past the end is refused with
    * ObjectRangeError rather than cut short, so a caller never mistakes a partial read for a frame.

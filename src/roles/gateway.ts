@@ -8,6 +8,8 @@ import { refuseOwnHops } from '../edges/http/gateway/loop.js';
 import { registerGatewayRoutes } from '../edges/http/gateway/routes.js';
 import { journalPath } from '../events/envelopes/journal.js';
 import { RequestRecordPublisher } from '../events/envelopes/publish.js';
+import { Files } from '../files/service.js';
+import { FileStore } from '../files/store.js';
 import { begunOf, envelopeOf } from '../gateway/envelope.js';
 import { inProcessPolicy, RemotePolicy } from '../gateway/policy.js';
 import { RateLimiter } from '../gateway/rate-limit.js';
@@ -41,6 +43,7 @@ export const ADAPTERS: ReadonlyMap<Adapter, ProviderAdapter> = new Map<Adapter, 
 ]);
 
 const SPEC_MESSAGE_CAP = 64 * 1024;
+const FILE_SWEEP_MS = 60_000;
 
 /**
  * Where the spend-cap cache reads month-to-date spend: the query code in this process when the
@@ -166,6 +169,16 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       },
     },
   );
+  // /v1/files (SPEC 4.1): bytes in this process's object store, metadata in PostgreSQL.
+  const objects = ctx.objects;
+  const files = objects
+    ? new Files(new FileStore(ctx.pool), objects, {
+        maxBytes: c.SVC_FILES_MAX_BYTES,
+        onError: (err, what) => ctx.logger.warn({ err }, what),
+      })
+    : null;
+  let fileSweep: NodeJS.Timeout | null = null;
+  let sweeping: Promise<void> | null = null;
   const chat: GatewayEdgeDeps = {
     registry: () => registry.current(),
     tenancy: () => tenancy.current(),
@@ -215,6 +228,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       if (ttfbSeconds !== null) labelled(ttfbBy, ttfb, route, String(stream)).observe(ttfbSeconds);
     },
     bodyLimit: c.SVC_GATEWAY_MAX_REQUEST_BYTES,
+    files,
     // One round trip per hold; never below zero under concurrency (SPEC 1.4, 8 "escrow hold").
     escrow: new PostgresEscrow(ctx.pool, c.SVC_WALLET_HOLD_TTL_SECONDS),
     spendCaps: caps,
@@ -271,7 +285,27 @@ export const gatewayRole = (ctx: RoleContext): Role => {
         },
       });
     },
+    // Expired files, abandoned uploads and unfinished deletions are cleared every minute.
+    start: () => {
+      if (!files) return;
+      const sweep = () => {
+        sweeping ??= files
+          .sweep()
+          .then(() => undefined)
+          .catch((err: unknown) =>
+            ctx.logger.warn({ err }, 'the files sweep failed; it runs again in a minute'),
+          )
+          .finally(() => {
+            sweeping = null;
+          });
+      };
+      sweep();
+      fileSweep = setInterval(sweep, FILE_SWEEP_MS);
+      fileSweep.unref();
+    },
     stop: async () => {
+      if (fileSweep) clearInterval(fileSweep);
+      await sweeping;
       // The HTTP server has drained: every served request is recorded before the bus closes.
       await publisher?.close();
       await registry.stop();

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Files } from '../../../files/service.js';
 import type { Dialect } from '../../../gateway/render/dialect.js';
 import {
   type ClientPort,
@@ -15,6 +16,8 @@ import { receivedBytes } from './received-bytes.js';
 /** The model edges' dependencies: the request path's, and the body size cap of their routes. */
 export interface GatewayEdgeDeps extends GatewayDeps {
   bodyLimit: number;
+  /** /v1/files (src/files); absent or null where the process has no object store: those routes answer 503. */
+  files?: Files | null;
 }
 
 export const REQUEST_ID_HEADER = 'x-svc-request-id';
