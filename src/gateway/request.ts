@@ -2,6 +2,7 @@ import { ServiceError } from '../lib/errors.js';
 import type { RegistryEndpoint } from '../providers/endpoint.js';
 import { answerChat, ChatStream } from './chat-reply.js';
 import { countTokens } from './count-tokens.js';
+import { hostFileSearch, withFileSearchCall } from './file-search.js';
 import { holdEscrow } from './hold.js';
 import { answerJsonReply, JsonEventStream, jsonCall, PRICED_AS } from './json-reply.js';
 import { admitByKeyLimits, admitByPolicy } from './policy.js';
@@ -65,12 +66,15 @@ export async function serveRequest(deps: GatewayDeps, input: GatewayRequest): Pr
   const admitted: RouteVerdict = route.rules ? route.rules(canonical, candidates) : { ok: true, candidates };
   if (!admitted.ok) return scope.fail(admitted.error);
   if (canonical.operation === 'count_tokens') return countTokens(scope, admitted.candidates);
+  // Hosted file_search retrieves before anything is held: a store the key cannot see is a 404.
+  const fileSearch = await hostFileSearch(scope);
+  if (!fileSearch.ok) return scope.fail(fileSearch.error);
 
   // Priced at zero: nothing to hold (and nothing to settle, SPEC 4.1 moderations).
   const held = route.zeroRated ? admitted : await holdEscrow(scope, admitted.candidates);
   if (!held.ok) return scope.fail(held.error);
   try {
-    return await dispatch(scope, held.candidates);
+    return await dispatch(scope, held.candidates, fileSearch.item);
   } catch (err) {
     scope.finishBroken();
     throw err;
@@ -81,6 +85,7 @@ export async function serveRequest(deps: GatewayDeps, input: GatewayRequest): Pr
 async function dispatch(
   scope: RequestScope,
   candidates: readonly RegistryEndpoint[],
+  fileSearchItem: Record<string, unknown> | null,
 ): Promise<GatewayAnswer> {
   const { canonical } = scope.input;
   switch (canonical.operation) {
@@ -96,7 +101,12 @@ async function dispatch(
     case 'images':
     case 'responses': {
       const operation = canonical.operation;
-      const result = await scope.dispatch(candidates, PRICED_AS[operation], jsonCall(canonical, operation));
+      const call = jsonCall(canonical, operation);
+      const result = await scope.dispatch(
+        candidates,
+        PRICED_AS[operation],
+        fileSearchItem ? withFileSearchCall(call, fileSearchItem) : call,
+      );
       if (!result.ok) return scope.failed(result);
       if (result.reply) return answerJsonReply(scope, result.endpoint, operation, result.reply);
       const stream = new JsonEventStream(scope, result.endpoint, operation);

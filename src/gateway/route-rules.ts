@@ -137,7 +137,29 @@ const variationsRule = (_request: CanonicalRequest, candidates: RegistryEndpoint
 /** SPEC 4.1 rule 8 for the responses route: the paid hosted tools rule alone. */
 const hostedToolsRule = (request: CanonicalRequest, candidates: RegistryEndpoint[]): RouteVerdict => {
   const refusal = refuseHostedTools(request, candidates);
-  return refusal ? { ok: false, error: refusal } : { ok: true, candidates };
+  if (refusal) return { ok: false, error: refusal };
+  return hasFileSearch(request) ? pinForFileSearch(candidates) : { ok: true, candidates };
+};
+
+const hasFileSearch = (request: CanonicalRequest) =>
+  Array.isArray(request.raw.tools) &&
+  request.raw.tools.some((t) => isPlainObject(t) && t.type === 'file_search');
+
+/**
+ * SPEC 4.1 hosted file_search: the service retrieves, and the rewritten request is a responses call
+ * to the reference provider, so only its endpoints may serve it.
+ */
+const pinForFileSearch = (candidates: RegistryEndpoint[]): RouteVerdict => {
+  const reference = candidates.filter((e) => e.adapter === 'openai');
+  if (reference.length > 0) return { ok: true, candidates: reference };
+  return {
+    ok: false,
+    error: new ServiceError(
+      'no_compatible_candidate',
+      `hosted file_search is dispatched to the reference provider only; none of ${named(candidates)} is one (POST /v1/vector_stores/{id}/search works with any provider)`,
+      { param: 'tools' },
+    ),
+  };
 };
 
 /** How a route admits a request: whom it may go to, and what is decided once for the whole route. */

@@ -7,6 +7,7 @@ import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
 import type { AttemptTarget, ProviderAdapter } from '../providers/provider.js';
 import type { ApiKeyIdentity } from './auth/api-key-cache.js';
 import type { BegunSink, CompletedRequest, CompletionSink } from './completed.js';
+import type { FileSearchPort } from './file-search.js';
 import { pricingUsageOf } from './metering.js';
 import { type AttemptCall, type PipelineBudget, type PipelineResult, runAttempts } from './pipeline.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -45,6 +46,8 @@ export interface GatewayDeps {
    * (gateway/shared-rate-limit.ts). Absent: policy rate limits are not enforced.
    */
   keyLimits?: KeyLimiter;
+  /** Vector store search for hosted file_search (SPEC 4.1); absent: such requests answer 503. */
+  fileSearch?: FileSearchPort;
 }
 
 /**
