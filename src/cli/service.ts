@@ -170,6 +170,8 @@ export const startService = async (
         const h = await store.health();
         if (!h.ok) throw new Error(`${h.adapter}: ${h.error ?? 'unavailable'}`);
       });
+    } else if (split.here.includes('gateway')) {
+      analytics = await openGatewayAnalytics(config, dataProcess, logger);
     }
     if (split.here.some((r) => OBJECT_ROLES.includes(r))) {
       const files = openObjects(config);
@@ -256,6 +258,27 @@ export const startService = async (
     const code = (err as { code?: string }).code;
     if (code === 'EADDRINUSE') throw new CliError(`port already in use: ${(err as Error).message}`);
     throw err;
+  }
+};
+
+/**
+ * The analytics store of a gateway without a data role beside it, for the vector stores' chunks
+ * (SPEC 4.1): the engine its data process owns, or a ClickHouse server (SVC_CLICKHOUSE_URL). Never
+ * an embedded engine of its own: chdb binds one data path per process, and chunks written there
+ * would be seen by no other process. Serving chat does not depend on it: a server that cannot be
+ * opened leaves the vector stores answering 503, and is logged.
+ */
+const openGatewayAnalytics = async (
+  config: Config,
+  child: DataProcess | null,
+  logger: Logger,
+): Promise<AnalyticsStore | null> => {
+  if (!config.SVC_CLICKHOUSE_URL && !child?.engineVersion) return null;
+  try {
+    return await openHereAnalytics(config, child);
+  } catch (err) {
+    logger.error({ err }, 'analytics not opened: the vector stores API answers 503 until a restart');
+    return null;
   }
 };
 

@@ -8,12 +8,34 @@ export const LIST_LIMIT_MAX = 10_000;
 const invalid = (param: string, message: string) =>
   new ServiceError('invalid_request_error', message, { param });
 
+/** The query string as fastify parsed it: an object of parameters (an absent query is empty). */
+export const queryRecord = (query: unknown): Record<string, unknown> =>
+  (query !== null && typeof query === 'object' ? query : {}) as Record<string, unknown>;
+
 /** One query parameter: absent, or given once (a repeated parameter is refused, not guessed at). */
-const single = (query: Record<string, unknown>, name: string): string | undefined => {
+export const singleParam = (query: Record<string, unknown>, name: string): string | undefined => {
   const value = query[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw invalid(name, `query parameter ${name} is given more than once`);
   return value;
+};
+
+/** `limit`: an integer from 1 to `max`, `fallback` when absent; anything else is a 400 naming it. */
+export const parseLimit = (query: Record<string, unknown>, max: number, fallback: number): number => {
+  const text = singleParam(query, 'limit');
+  if (text === undefined) return fallback;
+  const limit = /^\d{1,6}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(limit >= 1 && limit <= max))
+    throw invalid('limit', `limit must be an integer from 1 to ${max}; got ${JSON.stringify(text)}`);
+  return limit;
+};
+
+/** `order`: asc or desc, desc when absent (OpenAI's lists). */
+export const parseOrder = (query: Record<string, unknown>): 'asc' | 'desc' => {
+  const order = singleParam(query, 'order') ?? 'desc';
+  if (order !== 'asc' && order !== 'desc')
+    throw invalid('order', `order must be asc or desc; got ${JSON.stringify(order)}`);
+  return order;
 };
 
 /**
@@ -27,31 +49,18 @@ const single = (query: Record<string, unknown>, name: string): string | undefine
  * another project's id tells the caller nothing an invented id would not.
  */
 export const parseListQuery = (query: unknown): ListQuery => {
-  const q = (query !== null && typeof query === 'object' ? query : {}) as Record<string, unknown>;
+  const q = queryRecord(query);
+  const limit = parseLimit(q, LIST_LIMIT_MAX, LIST_LIMIT_MAX);
+  const order = parseOrder(q);
 
-  const limitText = single(q, 'limit');
-  let limit = LIST_LIMIT_MAX;
-  if (limitText !== undefined) {
-    limit = /^\d{1,6}$/.test(limitText) ? Number(limitText) : Number.NaN;
-    if (!(limit >= 1 && limit <= LIST_LIMIT_MAX))
-      throw invalid(
-        'limit',
-        `limit must be an integer from 1 to ${LIST_LIMIT_MAX}; got ${JSON.stringify(limitText)}`,
-      );
-  }
-
-  const order = single(q, 'order') ?? 'desc';
-  if (order !== 'asc' && order !== 'desc')
-    throw invalid('order', `order must be asc or desc; got ${JSON.stringify(order)}`);
-
-  const purpose = single(q, 'purpose') ?? null;
+  const purpose = singleParam(q, 'purpose') ?? null;
   if (purpose !== null && !LIST_PURPOSES.includes(purpose))
     throw invalid(
       'purpose',
       `purpose must be one of ${LIST_PURPOSES.join(', ')}; got ${JSON.stringify(purpose)}`,
     );
 
-  const afterText = single(q, 'after');
+  const afterText = singleParam(q, 'after');
   let after: ListQuery['after'] = null;
   if (afterText !== undefined) {
     const createdAt = fileIdTime(afterText);

@@ -130,6 +130,16 @@ export class FileStore {
     await this.pool.query(`DELETE FROM files WHERE id = $1 AND status = 'uploading'`, [id]);
   }
 
+  /** Of `ids`, those the project's API shows (stored, not deleted, not expired). */
+  async shown(scope: Pick<FileScope, 'orgId' | 'projectId'>, ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const { rows } = await this.pool.query<{ id: string }>(
+      `SELECT id FROM files WHERE org_id = $1 AND project_id = $2 AND id = ANY($3::text[]) AND ${SHOWN}`,
+      [scope.orgId, scope.projectId, ids],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
   async get(scope: FileScope, id: string): Promise<StoredFile | null> {
     const { rows } = await this.pool.query<Row>(
       `SELECT ${COLUMNS} FROM files WHERE id = $1 AND org_id = $2 AND project_id = $3 AND ${SHOWN}`,

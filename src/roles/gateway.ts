@@ -19,6 +19,7 @@ import { SharedRateLimiter } from '../gateway/shared-rate-limit.js';
 import { SnapshotCache } from '../gateway/snapshot-cache.js';
 import { type MonthlySpend, SpendCapCache } from '../gateway/spend-caps.js';
 import { tenancySource } from '../gateway/tenancy.js';
+import { embedForTenant } from '../gateway/tenant-embeddings.js';
 import { describeError } from '../lib/errors.js';
 import { hopValue } from '../lib/hop.js';
 import { labelled } from '../lib/metrics.js';
@@ -30,6 +31,14 @@ import type { Adapter } from '../providers/endpoint.js';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import type { ProviderAdapter } from '../providers/provider.js';
 import { monthlyUsageSnapshot } from '../query/snapshot.js';
+import { engineChunker, engineExtractor, engineFilters, engineIndex } from '../vector-stores/engine.js';
+import { vectorStoresFileSearch } from '../vector-stores/file-search-port.js';
+import { filesSource } from '../vector-stores/file-source.js';
+import { AttachJobs } from '../vector-stores/jobs.js';
+import type { Embedder } from '../vector-stores/ports.js';
+import { VectorStores } from '../vector-stores/service.js';
+import { VectorStoreTables } from '../vector-stores/store.js';
+import { AttachWorker } from '../vector-stores/worker.js';
 import type { Role, RoleContext } from './role.js';
 
 /** Adapters by registry adapter id; adding a provider touches this map only (STYLE.md rule 7). */
@@ -46,17 +55,20 @@ const SPEC_MESSAGE_CAP = 64 * 1024;
 const FILE_SWEEP_MS = 60_000;
 
 /**
- * Where the spend-cap cache reads month-to-date spend: the query code in this process when the
- * analytics store is open here, else a QueryService over gRPC, else nowhere (caps not enforced).
+ * Where the spend-cap cache reads month-to-date spend: a QueryService over gRPC when
+ * SVC_GATEWAY_QUERY_GRPC_ENDPOINT names one, else the query code in this process when the
+ * analytics store is open here (a gateway-only process may open it for the vector stores), else
+ * nowhere (caps not enforced).
  */
 const spendSource = (
   ctx: RoleContext,
 ): { spend(month: string, orgIds: readonly string[]): Promise<MonthlySpend>; close?(): void } | null => {
-  const analytics = ctx.analytics;
-  if (analytics)
-    return { spend: (month, orgIds) => monthlyUsageSnapshot(analytics, month, new Date(), orgIds) };
   const endpoint = ctx.config.SVC_GATEWAY_QUERY_GRPC_ENDPOINT;
-  return endpoint ? grpcMonthlySpend(endpoint, ctx.adminToken) : null;
+  if (endpoint) return grpcMonthlySpend(endpoint, ctx.adminToken);
+  const analytics = ctx.analytics;
+  return analytics
+    ? { spend: (month, orgIds) => monthlyUsageSnapshot(analytics, month, new Date(), orgIds) }
+    : null;
 };
 
 /**
@@ -235,6 +247,52 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     policy: policy.port,
     keyLimits,
   };
+  // /v1/vector_stores (SPEC 4.1): stores in PostgreSQL, chunks in the analytics store when this
+  // process has one (cli/service.ts), indexed by attach workers whose embeddings requests go
+  // through this gateway's own request path as requests of the key that attached the file.
+  const analytics = ctx.analytics;
+  let attachWorker: AttachWorker | null = null;
+  if (analytics && files) {
+    const index = engineIndex(analytics);
+    const source = filesSource(files, new FileStore(ctx.pool));
+    const tables = new VectorStoreTables(ctx.pool);
+    const jobs = new AttachJobs(ctx.pool);
+    const embedder: Embedder = {
+      embed: (key, model, inputs, signal) => embedForTenant(chat, key, model, inputs, { signal }),
+    };
+    const onError = (err: unknown, what: string) => ctx.logger.warn({ err }, what);
+    const worker = new AttachWorker(
+      jobs,
+      {
+        files: source,
+        index,
+        chunker: engineChunker,
+        extractor: engineExtractor,
+        embedder,
+        keys: (id) => keys.identity(id),
+      },
+      { onError },
+    );
+    attachWorker = worker;
+    const stores = new VectorStores(
+      tables,
+      jobs,
+      { files: source, index, filters: engineFilters, embedder, kick: () => worker.kick() },
+      { onError },
+    );
+    chat.vectorStores = stores;
+    // Hosted file_search on /v1/responses retrieves from the same stores (gateway/file-search.ts).
+    chat.fileSearch = vectorStoresFileSearch(stores);
+    new Gauge({
+      name: 'svc_vector_store_attach_jobs',
+      help: 'Vector store files this process is indexing now',
+      registers: [ctx.metrics],
+      collect() {
+        this.set(worker.busy);
+      },
+    });
+  }
+  const vectorStores = chat.vectorStores ?? null;
   return {
     name: 'gateway',
     http: (app) => {
@@ -285,15 +343,16 @@ export const gatewayRole = (ctx: RoleContext): Role => {
         },
       });
     },
-    // Expired files, abandoned uploads and unfinished deletions are cleared every minute.
+    // Expired files, abandoned uploads and unfinished deletions (of files and vector stores) are
+    // cleared every minute; attach jobs are claimed by their worker's own sweep.
     start: () => {
+      attachWorker?.start();
       if (!files) return;
       const sweep = () => {
-        sweeping ??= files
-          .sweep()
+        sweeping ??= Promise.all([files.sweep(), vectorStores?.sweep()])
           .then(() => undefined)
           .catch((err: unknown) =>
-            ctx.logger.warn({ err }, 'the files sweep failed; it runs again in a minute'),
+            ctx.logger.warn({ err }, 'the files and vector stores sweep failed; it runs again in a minute'),
           )
           .finally(() => {
             sweeping = null;
@@ -305,6 +364,8 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     },
     stop: async () => {
       if (fileSweep) clearInterval(fileSweep);
+      // Attach jobs in flight give their rows back before the records of their requests close.
+      await attachWorker?.stop();
       await sweeping;
       // The HTTP server has drained: every served request is recorded before the bus closes.
       await publisher?.close();

@@ -399,7 +399,7 @@ describe('POST /v1/responses', () => {
     });
   });
 
-  it('paid hosted tools are refused on a route with a reference-provider candidate; file_search passes', async () => {
+  it('paid hosted tools are refused on a route with a reference-provider candidate; file_search is hosted', async () => {
     const r = await post('/responses', {
       model: 'gpt-4o',
       input: 'search the web',
@@ -409,10 +409,13 @@ describe('POST /v1/responses', () => {
     expect(r.json.error).toMatchObject({ code: 'bad_request', param: 'tools' });
     expect(String(r.json.error.message)).toContain('web_search_preview');
     expect(fake.requests).toHaveLength(0);
+    // Hosted file_search is not forwarded: the service searches the caller's stores first (SPEC 4.1),
+    // and a store it cannot see ends the request before any upstream call.
     const tools = [{ type: 'file_search', vector_store_ids: ['vs_1'] }];
-    const ok = await post('/responses', { model: 'gpt-4o', input: 'find it', tools });
-    expect(ok.status).toBe(200);
-    expect(fake.requests.at(-1)!.body).toMatchObject({ tools });
+    const unknown = await post('/responses', { model: 'gpt-4o', input: 'find it', tools });
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error).toMatchObject({ type: 'not_found_error' });
+    expect(fake.requests).toHaveLength(0);
   });
 
   it('responses take responses or chat models; others are 400 no_compatible_candidate', async () => {

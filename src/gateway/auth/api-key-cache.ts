@@ -84,6 +84,12 @@ export class ApiKeyCache {
     return this.byHash.get(hashSecret(secret)) ?? null;
   }
 
+  /** The identity of a key still in force, by its id (work the service does later for a key); null once revoked. */
+  identity(apiKeyId: string): ApiKeyIdentity | null {
+    const hash = this.hashById.get(apiKeyId);
+    return hash === undefined ? null : (this.byHash.get(hash) ?? null);
+  }
+
   get size(): number {
     return this.byHash.size;
   }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FakeFormFile } from '../openai-upstream.js';
 import type { ReplyOptions } from './behaviours.js';
 import {
@@ -171,15 +172,35 @@ const isTokenArray = (value: unknown): value is number[] =>
   Array.isArray(value) && value.length > 0 && value.every((token) => Number.isInteger(token));
 
 /** Inputs as the API accepts them: a string, strings, one token array, or token arrays. */
-const embeddingInputs = (input: unknown): { key: string; tokens: number }[] | undefined => {
-  const ofText = (text: string) => ({ key: text, tokens: Math.max(1, approximateTokens(text)) });
-  const ofTokens = (tokens: number[]) => ({ key: tokens.join(','), tokens: tokens.length });
+const embeddingInputs = (input: unknown): { key: string; tokens: number; text: boolean }[] | undefined => {
+  const ofText = (text: string) => ({ key: text, tokens: Math.max(1, approximateTokens(text)), text: true });
+  const ofTokens = (tokens: number[]) => ({ key: tokens.join(','), tokens: tokens.length, text: false });
   if (typeof input === 'string' && input !== '') return [ofText(input)];
   if (isTokenArray(input)) return [ofTokens(input)];
   if (!Array.isArray(input) || input.length === 0) return undefined;
   if (input.every((item) => typeof item === 'string' && item !== '')) return input.map(ofText);
   if (input.every(isTokenArray)) return input.map(ofTokens);
   return undefined;
+};
+
+/**
+ * A unit vector that means something, a little: every word of the text (lower-cased letters and
+ * digits) adds one to a dimension chosen by its hash, over a faint component seeded by the whole
+ * text. Texts sharing words point the same way, so a search ranks the chunk that shares the
+ * query's words first; equal texts embed equally in every run.
+ */
+export const textEmbedding = (text: string, dimensions: number): Float32Array => {
+  const vector = embeddingVector(text, dimensions);
+  for (let i = 0; i < dimensions; i++) vector[i] = (vector[i] ?? 0) * 0.05;
+  for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+    const at = createHash('sha256').update(word).digest().readUInt32LE(0) % dimensions;
+    vector[at] = (vector[at] ?? 0) + 1;
+  }
+  let norm = 0;
+  for (let i = 0; i < dimensions; i++) norm += (vector[i] ?? 0) ** 2;
+  const scale = 1 / Math.sqrt(norm || 1);
+  for (let i = 0; i < dimensions; i++) vector[i] = (vector[i] ?? 0) * scale;
+  return vector;
 };
 
 export const embeddings = (body: Record<string, unknown>, options: ReplyOptions): RouteResult => {
@@ -228,7 +249,7 @@ export const embeddings = (body: Record<string, unknown>, options: ReplyOptions)
   const dimensions =
     typeof body.dimensions === 'number' ? body.dimensions : (options.embeddingDimensions ?? native);
   const data = inputs.map((input, index) => {
-    const vector = embeddingVector(input.key, dimensions);
+    const vector = input.text ? textEmbedding(input.key, dimensions) : embeddingVector(input.key, dimensions);
     return {
       object: 'embedding',
       index,

@@ -10,6 +10,7 @@ import {
 } from '../../../gateway/request.js';
 import { newId } from '../../../lib/ids.js';
 import type { CanonicalRequest } from '../../../providers/contract.js';
+import type { VectorStores } from '../../../vector-stores/service.js';
 import { EventStreamWriter } from './event-stream.js';
 import { receivedBytes } from './received-bytes.js';
 
@@ -18,6 +19,11 @@ export interface GatewayEdgeDeps extends GatewayDeps {
   bodyLimit: number;
   /** /v1/files (src/files); absent or null where the process has no object store: those routes answer 503. */
   files?: Files | null;
+  /**
+   * /v1/vector_stores (src/vector-stores); absent or null where the process has no analytics store
+   * to keep chunks in: those routes answer 503.
+   */
+  vectorStores?: VectorStores | null;
 }
 
 export const REQUEST_ID_HEADER = 'x-svc-request-id';

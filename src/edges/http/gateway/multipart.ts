@@ -122,6 +122,9 @@ export async function* multipartParts(
     push({ kind: 'field', name, value });
   });
   parser.on('file', (name, stream, filename, _encoding, mimeType) => {
+    // An error before the consumer reads (a part cut short, a client gone) must not be an
+    // unhandled 'error' event, which would end the process: the reader sees it as `stream.errored`.
+    stream.on('error', () => {});
     reading = stream;
     stream.once('end', () => {
       if (reading === stream) reading = null;
@@ -195,6 +198,7 @@ const fileBytes = (stream: BusboyFileStream, name: string, max: number): AsyncIt
       if (done) return;
       done = true;
       try {
+        if (stream.errored) throw stream.errored;
         for await (const chunk of stream) yield chunk as Buffer;
       } catch (err) {
         // busboy ends a part cut short by a malformed body with a plain error: a 400, not a 500.

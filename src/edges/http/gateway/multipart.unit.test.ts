@@ -114,3 +114,20 @@ describe('multipartParts', () => {
     });
   });
 });
+
+describe('a file part that fails before it is read', () => {
+  it('is a 400 when the consumer reads it later, never an unhandled error event', async () => {
+    const body = new (await import('node:stream')).PassThrough();
+    const parts = multipartParts(body, { 'content-type': 'multipart/form-data; boundary=X' }, LIMITS);
+    body.end(Buffer.from('--X\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nabc'));
+    const first = await parts.next();
+    expect(first.value).toMatchObject({ kind: 'file', name: 'file' });
+    // The consumer awaits something else first (a database row, say) while the part fails.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const read = async () => {
+      if (first.value?.kind !== 'file') return;
+      for await (const _ of first.value.bytes);
+    };
+    await expect(read()).rejects.toMatchObject({ status: 400, code: 'invalid_request_error' });
+  });
+});

@@ -14,6 +14,7 @@ import { registerModelRoutes } from './models.js';
 import { acceptMultipart } from './multipart.js';
 import { countReceivedBytes } from './received-bytes.js';
 import { registerTracesIngestRoute } from './traces-ingest.js';
+import { registerVectorStoreRoutes } from './vector-store-routes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,10 +35,7 @@ const UNIMPLEMENTED_FAMILIES = [
 ];
 
 /** Routes of the primary edge that exist in the SPEC but are not built yet: 501 after auth. */
-const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [
-  ['POST', '/vector_stores'],
-  ['GET', '/vector_stores'],
-];
+const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [];
 
 const toServiceError = (err: unknown): ServiceError => {
   if (err instanceof ServiceError) return err;
@@ -90,6 +88,7 @@ export const registerGatewayRoutes = async (
       registerJsonOperationRoutes(v1, chat);
       registerModelRoutes(v1, chat);
       registerTracesIngestRoute(v1);
+      registerVectorStoreRoutes(v1, chat);
       // The routes that take multipart/form-data; every other route still answers it with a 415.
       await v1.register(async (uploads) => {
         acceptMultipart(uploads);
