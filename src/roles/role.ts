@@ -34,7 +34,11 @@ export interface RoleContext {
   eventStore: EventStore;
   /** NATS JetStream when SVC_NATS_URL is set, otherwise the Postgres-table bus. */
   bus: Bus;
-  /** Opened when a data role (ingest, query, trace-ingest, audit) runs in this process. */
+  /**
+   * Analytics: opened when ingest or query runs in this process, or for the gateway's vector stores
+   * (the data process's engine, or SVC_CLICKHOUSE_URL). Objects: for the data roles and the gateway
+   * (/v1/files).
+   */
   analytics: AnalyticsStore | null;
   objects: ObjectStore | null;
   logger: Logger;
