@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../lib/errors.js';
+import { isPlainObject } from '../lib/fields.js';
 import type { CanonicalRequest } from '../providers/contract.js';
 import type { JsonOutcome, JsonReply, RelayedEvent } from '../providers/provider.js';
-import type { ApiKeyIdentity } from './auth/api-key-cache.js';
+import type { FileSearchHit, FileSearchQuery } from './file-search-port.js';
 import type { AttemptCall } from './pipeline.js';
 import type { RequestScope } from './scope.js';
 
@@ -16,34 +17,10 @@ import type { RequestScope } from './scope.js';
  * upstream's later events are renumbered around it.
  */
 
-export interface FileSearchHit {
-  file_id: string;
-  filename: string;
-  score: number;
-  attributes: Record<string, string | number | boolean> | null;
-  text: string;
-}
-
-export interface FileSearchQuery {
-  vectorStoreIds: string[];
-  query: string;
-  maxNumResults: number;
-  filters: unknown;
-  rankingOptions: unknown;
-}
-
-/** Search over a project's vector stores; a store the key's project cannot see rejects with a 404 ServiceError. */
-export interface FileSearchPort {
-  search(key: ApiKeyIdentity, query: FileSearchQuery): Promise<FileSearchHit[]>;
-}
-
 const RESULTS_INCLUDE = 'file_search_call.results';
 /** The API's range for a file_search tool's max_num_results. */
 const MAX_RESULTS = 50;
 const DEFAULT_RESULTS = 20;
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const invalid = (message: string, param = 'tools') =>
   new ServiceError('invalid_request_error', message, { param });
@@ -51,7 +28,7 @@ const invalid = (message: string, param = 'tools') =>
 /** The request's file_search tool, checked; null when it has none. */
 export const fileSearchTool = (canonical: CanonicalRequest): FileSearchQuery | null => {
   if (canonical.operation !== 'responses' || !Array.isArray(canonical.raw.tools)) return null;
-  const tools = canonical.raw.tools.filter((t) => isRecord(t) && t.type === 'file_search') as Record<
+  const tools = canonical.raw.tools.filter((t) => isPlainObject(t) && t.type === 'file_search') as Record<
     string,
     unknown
   >[];
@@ -80,13 +57,13 @@ const userQuery = (input: unknown): string => {
   if (Array.isArray(input))
     for (let i = input.length - 1; i >= 0; i--) {
       const item = input[i];
-      if (!isRecord(item) || item.role !== 'user') continue;
+      if (!isPlainObject(item) || item.role !== 'user') continue;
       const text =
         typeof item.content === 'string'
           ? item.content
           : Array.isArray(item.content)
             ? item.content
-                .filter((p) => isRecord(p) && p.type === 'input_text' && typeof p.text === 'string')
+                .filter((p) => isPlainObject(p) && p.type === 'input_text' && typeof p.text === 'string')
                 .map((p) => (p as { text: string }).text)
                 .join('\n')
             : '';
@@ -113,13 +90,13 @@ export const rewrittenBody = (
   hits: readonly FileSearchHit[],
 ): Record<string, unknown> => {
   const body: Record<string, unknown> = { ...raw };
-  const tools = (raw.tools as unknown[]).filter((t) => !(isRecord(t) && t.type === 'file_search'));
+  const tools = (raw.tools as unknown[]).filter((t) => !(isPlainObject(t) && t.type === 'file_search'));
   if (tools.length > 0) body.tools = tools;
   else {
     delete body.tools;
     delete body.tool_choice;
   }
-  if (isRecord(body.tool_choice) && body.tool_choice.type === 'file_search') delete body.tool_choice;
+  if (isPlainObject(body.tool_choice) && body.tool_choice.type === 'file_search') delete body.tool_choice;
   if (Array.isArray(raw.include)) {
     const include = raw.include.filter((i) => i !== RESULTS_INCLUDE);
     if (include.length > 0) body.include = include;
@@ -132,7 +109,7 @@ export const rewrittenBody = (
     let last = input.length;
     while (
       last > 0 &&
-      !(isRecord(input[last - 1]) && (input[last - 1] as { role?: unknown }).role === 'user')
+      !(isPlainObject(input[last - 1]) && (input[last - 1] as { role?: unknown }).role === 'user')
     )
       last--;
     input.splice(Math.max(0, last - 1), 0, context);
@@ -180,7 +157,7 @@ const INJECTED = 5;
 
 /** A response object with the item first in its output. */
 const withItem = (response: unknown, item: Record<string, unknown>): unknown =>
-  isRecord(response) && Array.isArray(response.output)
+  isPlainObject(response) && Array.isArray(response.output)
     ? { ...response, output: [item, ...response.output] }
     : response;
 
@@ -198,7 +175,7 @@ async function* shiftedEvents(
       yield e;
       continue;
     }
-    if (!isRecord(json)) {
+    if (!isPlainObject(json)) {
       yield e;
       continue;
     }
@@ -212,7 +189,7 @@ async function* shiftedEvents(
     if (injected && typeof json.sequence_number === 'number')
       shifted.sequence_number = json.sequence_number + INJECTED;
     if (typeof json.output_index === 'number') shifted.output_index = json.output_index + 1;
-    if (isRecord(json.response)) shifted.response = withItem(json.response, item);
+    if (isPlainObject(json.response)) shifted.response = withItem(json.response, item);
     yield { ...e, data: JSON.stringify(shifted) };
   }
 }

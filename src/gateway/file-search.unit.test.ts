@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { CanonicalRequest } from '../providers/contract.js';
 import type { JsonOutcome, ProviderAdapter, RelayedEvent } from '../providers/provider.js';
-import {
-  type FileSearchHit,
-  fileSearchCallItem,
-  fileSearchTool,
-  rewrittenBody,
-  withFileSearchCall,
-} from './file-search.js';
+import { fileSearchCallItem, fileSearchTool, rewrittenBody, withFileSearchCall } from './file-search.js';
+import type { FileSearchHit } from './file-search-port.js';
 
 // SPEC 4.1 hosted file_search: the tool read from a responses body, the body rewritten for the
 // reference provider, and the reply (buffered or streamed) given its file_search_call item first.

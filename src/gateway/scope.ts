@@ -7,13 +7,14 @@ import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
 import type { AttemptTarget, ProviderAdapter } from '../providers/provider.js';
 import type { ApiKeyIdentity } from './auth/api-key-cache.js';
 import type { BegunSink, CompletedRequest, CompletionSink } from './completed.js';
-import type { FileSearchPort } from './file-search.js';
+import type { FileSearchPort } from './file-search-port.js';
 import { pricingUsageOf } from './metering.js';
 import { type AttemptCall, type PipelineBudget, type PipelineResult, runAttempts } from './pipeline.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { RegistrySnapshot } from './registry/snapshot.js';
 import type { Dialect } from './render/dialect.js';
 import { failureError } from './render/failures.js';
+import type { KeyRateLimits, RateLimitRefusal } from './shared-rate-limit.js';
 import type { TenancySnapshot } from './tenancy.js';
 import { traceContextOf } from './trace-context.js';
 
@@ -75,10 +76,7 @@ export interface PolicyPort {
 
 /** Enforces a key's per-minute limits across processes; see SharedRateLimiter. */
 export interface KeyLimiter {
-  admit(
-    apiKeyId: string,
-    limits: { requestsPerMinute: number | null; tokensPerMinute: number | null },
-  ): Promise<{ retryAfterSeconds: number; limit: string; value: number } | null>;
+  admit(apiKeyId: string, limits: KeyRateLimits): Promise<RateLimitRefusal | null>;
   spend(apiKeyId: string, tokens: number): void;
 }
 

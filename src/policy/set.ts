@@ -1,4 +1,4 @@
-import type { PolicyLayer } from './document.js';
+import { POLICY_LAYERS, type PolicyLayer } from './document.js';
 import {
   evaluatePolicy,
   type PolicyDecision,
@@ -7,8 +7,6 @@ import {
   resolvePolicies,
   type ScopedPolicy,
 } from './evaluate.js';
-
-const LAYERS: readonly PolicyLayer[] = ['operator', 'workspace'];
 
 /**
  * Every policy in force, indexed by layer and scope, as the gateway, the policy role and trace
@@ -43,7 +41,7 @@ export class PolicySet {
     const key = `${orgId}\n${projectId}\n${apiKeyId}`;
     let r = this.resolved.get(key);
     if (!r) {
-      r = LAYERS.map((layer) => this.scopes(layer, orgId, projectId, apiKeyId))
+      r = POLICY_LAYERS.map((layer) => this.scopes(layer, orgId, projectId, apiKeyId))
         .filter((scoped) => scoped.length > 0)
         .map(resolvePolicies);
       // Bounded: the set is rebuilt whenever a policy changes, and keys are finite.

@@ -183,8 +183,9 @@ export const gatewayRole = (ctx: RoleContext): Role => {
   );
   // /v1/files (SPEC 4.1): bytes in this process's object store, metadata in PostgreSQL.
   const objects = ctx.objects;
+  const fileStore = new FileStore(ctx.pool);
   const files = objects
-    ? new Files(new FileStore(ctx.pool), objects, {
+    ? new Files(fileStore, objects, {
         maxBytes: c.SVC_FILES_MAX_BYTES,
         onError: (err, what) => ctx.logger.warn({ err }, what),
       })
@@ -254,7 +255,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
   let attachWorker: AttachWorker | null = null;
   if (analytics && files) {
     const index = engineIndex(analytics);
-    const source = filesSource(files, new FileStore(ctx.pool));
+    const source = filesSource(files, fileStore);
     const tables = new VectorStoreTables(ctx.pool);
     const jobs = new AttachJobs(ctx.pool);
     const embedder: Embedder = {

@@ -1,4 +1,4 @@
-import type { FileSearchPort } from '../gateway/file-search.js';
+import type { FileSearchPort } from '../gateway/file-search-port.js';
 import { parseSearch } from './requests.js';
 import type { VectorStores } from './service.js';
 

@@ -150,6 +150,26 @@ const post = (
 /** The inbound JSON with the upstream's model id: the other fields pass through unread. */
 const withModel = (raw: Record<string, unknown>, model: string) => JSON.stringify({ ...raw, model });
 
+/**
+ * One JSON operation: the inbound body (or multipart form) with the upstream's model id POSTed to
+ * `path`, its answer read as the operation's reply or event stream.
+ */
+const jsonOperation = async (
+  request: CanonicalRequest,
+  target: AttemptTarget,
+  path: string,
+  stream: boolean,
+  shape: Pick<Parameters<typeof jsonOperationOutcome>[1], 'reply' | 'events'>,
+): Promise<JsonOutcome> => {
+  const model = target.endpoint.provider_model_id;
+  const form = request.uploads ? formDataBody({ ...request.raw, model }, request.uploads) : null;
+  const called = form
+    ? await post(target, path, form.body, stream, form.contentType)
+    : await post(target, path, withModel(request.raw, model), stream);
+  if (!called.ok) return called;
+  return jsonOperationOutcome(called.response, { stream, limits: target.limits, ...shape });
+};
+
 export const openAiAdapter: ProviderAdapter = {
   id: 'openai',
   chat: async (request, target): Promise<AttemptOutcome> => {
@@ -162,63 +182,17 @@ export const openAiAdapter: ProviderAdapter = {
     if (!called.ok) return called;
     return openAiShapedOutcome(called.response, request.stream, target.limits);
   },
-  embeddings: async (request, target): Promise<JsonOutcome> => {
-    const called = await post(
-      target,
-      'embeddings',
-      withModel(request.raw, target.endpoint.provider_model_id),
-      false,
-    );
-    if (!called.ok) return called;
-    return jsonOperationOutcome(called.response, {
-      stream: false,
-      limits: target.limits,
-      reply: embeddingsReply(target.endpoint.model),
-    });
-  },
-  images: async (request, target): Promise<JsonOutcome> => {
-    const model = target.endpoint.provider_model_id;
-    const path = request.route.slice('/v1/'.length);
-    let called: Awaited<ReturnType<typeof post>>;
-    if (request.uploads) {
-      // Edits and variations: the caller's form as it came, with the upstream's model id.
-      const form = formDataBody({ ...request.raw, model }, request.uploads);
-      called = await post(target, path, form.body, request.stream, form.contentType);
-    } else called = await post(target, path, withModel(request.raw, model), request.stream);
-    if (!called.ok) return called;
-    return jsonOperationOutcome(called.response, {
-      stream: request.stream,
-      limits: target.limits,
+  embeddings: (request, target) =>
+    jsonOperation(request, target, 'embeddings', false, { reply: embeddingsReply(target.endpoint.model) }),
+  images: (request, target) =>
+    // Generations, edits and variations: the path is the route's; edits and variations send the
+    // caller's form as it came, with the upstream's model id.
+    jsonOperation(request, target, request.route.slice('/v1/'.length), request.stream, {
       reply: imagesReply,
       events: imageEvents,
-    });
-  },
-  moderations: async (request, target): Promise<JsonOutcome> => {
-    const called = await post(
-      target,
-      'moderations',
-      withModel(request.raw, target.endpoint.provider_model_id),
-      false,
-    );
-    if (!called.ok) return called;
-    return jsonOperationOutcome(called.response, {
-      stream: false,
-      limits: target.limits,
-      reply: moderationsReply(target.endpoint.model),
-    });
-  },
-  responses: async (request, target): Promise<JsonOutcome> => {
-    const called = await post(
-      target,
-      'responses',
-      withModel(request.raw, target.endpoint.provider_model_id),
-      request.stream,
-    );
-    if (!called.ok) return called;
-    return jsonOperationOutcome(called.response, {
-      stream: request.stream,
-      limits: target.limits,
-      reply: responsesReply,
-    });
-  },
+    }),
+  moderations: (request, target) =>
+    jsonOperation(request, target, 'moderations', false, { reply: moderationsReply(target.endpoint.model) }),
+  responses: (request, target) =>
+    jsonOperation(request, target, 'responses', request.stream, { reply: responsesReply }),
 };

@@ -104,6 +104,33 @@ export const readJsonBody = async (
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 
 /**
+ * One typed SSE event of a primary-dialect operation stream (responses, images): its JSON and its
+ * type (the JSON's `type`, else the SSE event name); an undecodable event or an `error` event
+ * throws StreamFailure.
+ */
+const typedEvent = (e: {
+  event: string | undefined;
+  data: string;
+}): { json: unknown; type: string | undefined } => {
+  let json: unknown;
+  try {
+    json = JSON.parse(e.data);
+  } catch {
+    throw new StreamFailure('decode', 'upstream sent an undecodable stream event');
+  }
+  const type = isRecord(json) && typeof json.type === 'string' ? json.type : e.event;
+  if (type === 'error') {
+    const err = isRecord(json) && isRecord(json.error) ? json.error : isRecord(json) ? json : {};
+    throw new StreamFailure(
+      'in_band',
+      typeof err.message === 'string' ? err.message : e.data,
+      typeof err.code === 'string' ? err.code : undefined,
+    );
+  }
+  return { json, type };
+};
+
+/**
  * A Responses event stream relayed as it came. Usage comes from the terminal event; an `error`
  * event, a read failure, the size cap, or an end before any terminal event throws StreamFailure.
  */
@@ -114,21 +141,7 @@ export async function* responsesEvents(
   let ended = false;
   const relayed = (e: { event: string | undefined; data: string }): RelayedEvent | null => {
     if (e.data === '[DONE]') return null;
-    let json: unknown;
-    try {
-      json = JSON.parse(e.data);
-    } catch {
-      throw new StreamFailure('decode', 'upstream sent an undecodable stream event');
-    }
-    const type = isRecord(json) && typeof json.type === 'string' ? json.type : e.event;
-    if (type === 'error') {
-      const err = isRecord(json) && isRecord(json.error) ? json.error : isRecord(json) ? json : {};
-      throw new StreamFailure(
-        'in_band',
-        typeof err.message === 'string' ? err.message : e.data,
-        typeof err.code === 'string' ? err.code : undefined,
-      );
-    }
+    const { json, type } = typedEvent(e);
     if (type?.endsWith('.delta') && isRecord(json) && typeof json.delta === 'string')
       return { ...e, text: json.delta };
     if (type !== undefined && TERMINAL.has(type) && isRecord(json) && isRecord(json.response)) {
@@ -202,21 +215,7 @@ export async function* imageEvents(
   let total: Usage | null = null;
   for await (const e of sseEvents(response.body, maxBytes)) {
     if (e.data === '[DONE]') continue;
-    let json: unknown;
-    try {
-      json = JSON.parse(e.data);
-    } catch {
-      throw new StreamFailure('decode', 'upstream sent an undecodable stream event');
-    }
-    const type = isRecord(json) && typeof json.type === 'string' ? json.type : e.event;
-    if (type === 'error') {
-      const err = isRecord(json) && isRecord(json.error) ? json.error : isRecord(json) ? json : {};
-      throw new StreamFailure(
-        'in_band',
-        typeof err.message === 'string' ? err.message : e.data,
-        typeof err.code === 'string' ? err.code : undefined,
-      );
-    }
+    const { json, type } = typedEvent(e);
     if (type?.endsWith('.completed') && isRecord(json)) {
       images++;
       const usage = imagesUsage(json.usage, images);

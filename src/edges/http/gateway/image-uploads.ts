@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { primaryDialect } from '../../../gateway/render/dialect.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { CanonicalRequest, UploadedFile } from '../../../providers/contract.js';
+import { invalid } from './body-rules.js';
 import { callGateway, type GatewayEdgeDeps } from './client.js';
 import { DEFAULT_IMAGE_MODEL } from './json-bodies.js';
 import { type MultipartLimits, multipartParts } from './multipart.js';
@@ -25,9 +26,6 @@ interface FormRules {
   /** Says what a form that parsed still lacks or gets wrong. */
   check: (raw: Record<string, string>, files: UploadedFile[]) => void;
 }
-
-const invalid = (param: string, message: string) =>
-  new ServiceError('invalid_request_error', message, { param });
 
 const EDITS: FormRules = {
   route: '/v1/images/edits',

@@ -34,9 +34,6 @@ const UNIMPLEMENTED_FAMILIES = [
   '/messages',
 ];
 
-/** Routes of the primary edge that exist in the SPEC but are not built yet: 501 after auth. */
-const PRIMARY_NOT_BUILT: [method: 'GET' | 'POST' | 'DELETE', path: string][] = [];
-
 const toServiceError = (err: unknown): ServiceError => {
   if (err instanceof ServiceError) return err;
   const e = err as { statusCode?: number; code?: string; message?: string };
@@ -48,10 +45,6 @@ const toServiceError = (err: unknown): ServiceError => {
     });
   }
   return new ServiceError('internal_error', 'internal error');
-};
-
-const notBuilt = (what: string) => {
-  throw new ServiceError('not_implemented', `${what} is not implemented yet in this gateway build`);
 };
 
 /**
@@ -95,8 +88,6 @@ export const registerGatewayRoutes = async (
         registerImageUploadRoutes(uploads, chat);
         registerFileRoutes(uploads, chat);
       });
-      for (const [method, path] of PRIMARY_NOT_BUILT)
-        v1.route({ method, url: path, handler: async () => notBuilt(`${method} /v1${path}`) });
     },
     { prefix: '/v1' },
   );
