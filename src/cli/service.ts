@@ -182,6 +182,7 @@ export const startService = async (
       });
     }
     const ctx = {
+      roles: [...split.here, ...split.child],
       apiKeys,
       bus: openedBus,
       analytics,

@@ -188,6 +188,13 @@ export const configSchema = z.object({
   SVC_POLICY_CACHE_MS: nonNegativeInt.default(1_000),
   SVC_POLICY_FAIL_MODE: z.enum(['open', 'closed']).default('closed'),
   SVC_OIDC_PROVIDERS: oidcProviders,
+  /**
+   * The console role in a process without the query, control-plane and auth roles forwards the
+   * console's `/api` calls to this base URL (a process, or a load balancer, serving those roles).
+   */
+  SVC_CONSOLE_API_URL: url(['http:', 'https:']),
+  /** Where the built console web app is (`npm run build` writes web/console/dist). */
+  SVC_CONSOLE_DIR: optionalString,
   SVC_REGISTRATION_POLICY: registrationPolicy.default('invite'),
   SVC_AUTH_SESSION_TTL_SECONDS: positiveInt.default(12 * 3600),
   SVC_AUTH_LOGIN_TTL_SECONDS: positiveInt.default(600),

@@ -54,6 +54,7 @@ const signInOf = (auth: ReturnType<typeof makeAuth>, pool: Pool, config: Config)
 export const authRole = (ctx: RoleContext): Role => {
   const auth = makeAuth(ctx.eventStore, ctx.pool, ctx.masterKey);
   const providers = ctx.config.SVC_OIDC_PROVIDERS;
+  const sessions = new Sessions(auth.controlPlane, auth.reads, auth.controlPlane.reads);
   return {
     name: 'auth',
     // VerifyApiKey answers from the process's API-key cache (shared with the gateway's).
@@ -65,7 +66,7 @@ export const authRole = (ctx: RoleContext): Role => {
         server,
         {
           apiKeys: ctx.apiKeys,
-          sessions: new Sessions(auth.controlPlane, auth.reads, auth.controlPlane.reads),
+          sessions,
         },
         ctx.adminToken,
       ),
@@ -75,6 +76,8 @@ export const authRole = (ctx: RoleContext): Role => {
         developerTokens: auth.developerTokens,
         reads: auth.reads,
         controlPlaneReads: auth.controlPlane.reads,
+        sessions,
+        providers: () => Object.keys(providers),
         secureCookies: (provider) =>
           Object.hasOwn(providers, provider) &&
           new URL(providers[provider]!.redirect_uri).protocol === 'https:',

@@ -15,4 +15,5 @@ export const ROLE_FACTORIES: Partial<Record<RoleName, RoleFactory>> = {
   'trace-ingest': (ctx) => import('./trace-ingest.js').then((m) => m.traceIngestRole(ctx)),
   audit: (ctx) => import('./audit.js').then((m) => m.auditRole(ctx)),
   policy: (ctx) => import('./policy.js').then((m) => m.policyRole(ctx)),
+  console: (ctx) => import('./console.js').then((m) => m.consoleRole(ctx)),
 };

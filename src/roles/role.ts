@@ -22,6 +22,7 @@ export const ROLE_NAMES = [
   'projector',
   'audit',
   'policy',
+  'console',
 ] as const;
 export type RoleName = (typeof ROLE_NAMES)[number];
 
@@ -46,6 +47,8 @@ export interface RoleContext {
   health: HealthRegistry;
   adminToken: string;
   masterKey: Buffer;
+  /** Every role of this `svc serve`, its data process's included. */
+  roles: readonly RoleName[];
   /** One per process, shared by the roles that verify API keys; `start()` is idempotent. */
   apiKeys: ApiKeyCache;
 }
@@ -54,6 +57,8 @@ export interface Role {
   name: RoleName;
   /** Loads what the role needs before any request arrives (caches, snapshots). */
   prepare?(): Promise<void> | void;
+  /** Rewrites a request's URL before routing (an alias such as the console's /api/query). */
+  rewriteUrl?(url: string): string;
   /** Registers the role's HTTP routes (a fastify plugin scope). */
   http?(app: FastifyInstance): Promise<void> | void;
   /** Adds the role's gRPC services. */

@@ -188,3 +188,97 @@ describe('console sign-in', () => {
     expect(unknown.status).toBe(404);
   });
 });
+
+describe('the console session (SPEC 4.4, 5)', () => {
+  const html = { accept: 'text/html,application/xhtml+xml' };
+  const signedIn = async () => {
+    svc.idp.signInAs(user('ada'));
+    const browser = new Browser();
+    await svc.consoleSignIn(browser, 'test');
+    return browser;
+  };
+
+  it('a browser whose sign-in fails lands on the console sign-in page with the reason', async () => {
+    svc.idp.signInAs(user('ada'));
+    const browser = new Browser();
+    const { hops } = await svc.consoleSignIn(browser, 'test', '', true);
+    const tampered = new URL(callbackUrlOf(hops));
+    tampered.searchParams.set('state', 'not-the-state');
+    const mismatch = await browser.request(tampered.toString(), { headers: html });
+    expect(mismatch.status).toBe(303);
+    const page = new URL(mismatch.headers.get('location')!, base);
+    expect(page.pathname).toBe('/console/sign-in');
+    expect(page.searchParams.get('error')).toBe('state_mismatch');
+    expect((await browser.request(callbackUrlOf(hops), { headers: html })).status).toBe(302);
+    // Its state cookie went with the first use, so a replay is a mismatch again.
+    const replay = await browser.request(callbackUrlOf(hops), { headers: html });
+    expect(replay.status).toBe(303);
+    expect(new URL(replay.headers.get('location')!, base).searchParams.get('error')).toBe('state_mismatch');
+    const unknown = await fetch(`${base}/api/session/oidc/nope/start`, { headers: html, redirect: 'manual' });
+    expect(new URL(unknown.headers.get('location')!, base).searchParams.get('error')).toBe(
+      'unknown_provider',
+    );
+    // A client asking for JSON keeps the envelope and its status.
+    expect((await fetch(`${base}/api/session/oidc/nope/start`, { redirect: 'manual' })).status).toBe(404);
+  });
+
+  it('registration refused is explained, not a JSON error', async () => {
+    svc.idp.signInAs(user('stranger'));
+    const browser = new Browser();
+    const { hops } = await svc.consoleSignIn(browser, 'test', '', true);
+    const res = await browser.request(callbackUrlOf(hops), { headers: html });
+    expect(res.status).toBe(303);
+    expect(new URL(res.headers.get('location')!, base).searchParams.get('error')).toBe(
+      'registration_refused',
+    );
+    expect(browser.cookie('svc_session')).toBeUndefined();
+  });
+
+  it('GET /api/session names the user, workspaces and CSRF token; sign-out needs it and ends the session', async () => {
+    const browser = await signedIn();
+    const token = browser.cookie('svc_session', `${base}/api/session`)!.value;
+    const me = await browser.request(`${base}/api/session`);
+    expect(me.status).toBe(200);
+    const session = (await me.json()) as {
+      user: { email: string };
+      csrf_token: string;
+      workspaces: { workspace_id: string; role: string }[];
+    };
+    expect(session.user.email).toBe('ada@example.com');
+    expect(session.workspaces).toContainEqual(
+      expect.objectContaining({ workspace_id: svc.gw.boot.workspace_id, role: 'manager' }),
+    );
+    expect(session.csrf_token).not.toContain(token);
+
+    // A change carried by the cookie alone needs the token: a developer token create without it is refused.
+    const create = (headers: Record<string, string>) =>
+      browser.request(`${base}/api/auth/developer-tokens`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ org_id: svc.gw.boot.org_id, name: 'csrf probe' }),
+      });
+    expect((await create({})).status).toBe(403);
+    expect((await create({ 'x-csrf-token': session.csrf_token })).status).toBe(201);
+    // The control plane takes the cookie the same way.
+    const ws = await browser.request(`${base}/api/workspaces`);
+    expect(ws.status).toBe(200);
+    // And the query routes answer under the console's /api/query prefix.
+    const rows = await browser.request(`${base}/api/query/requests?org_id=${svc.gw.boot.org_id}`);
+    expect(rows.status).toBe(200);
+
+    expect((await browser.request(`${base}/api/session/sign-out`, { method: 'POST' })).status).toBe(403);
+    const out = await browser.request(`${base}/api/session/sign-out`, {
+      method: 'POST',
+      headers: { 'x-csrf-token': session.csrf_token },
+    });
+    expect(out.status).toBe(200);
+    expect(browser.cookie('svc_session', `${base}/api/session`)).toBeUndefined();
+    // The session is revoked, not only forgotten by this browser.
+    expect((await bearerGet('/api/workspaces', token)).status).toBe(401);
+  });
+
+  it('lists the configured providers without a credential', async () => {
+    const res = await fetch(`${base}/api/session/providers`);
+    expect(await res.json()).toEqual({ providers: [{ name: 'test' }, { name: 'open' }, { name: 'code' }] });
+  });
+});

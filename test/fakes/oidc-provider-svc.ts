@@ -59,7 +59,7 @@ export interface OidcSvc {
   stop(): Promise<void>;
 }
 
-export const startOidcSvc = async (): Promise<OidcSvc> => {
+export const startOidcSvc = async (extraEnv: Record<string, string> = {}): Promise<OidcSvc> => {
   const idp = await startFakeOidcProvider();
   // The redirect URI names svc's own port, so the port is chosen before svc starts.
   const port = await freePort();
@@ -82,6 +82,7 @@ export const startOidcSvc = async (): Promise<OidcSvc> => {
     SVC_HTTP_PORT: String(port),
     SVC_OIDC_PROVIDERS: JSON.stringify(providers),
     SVC_REGISTRATION_POLICY: 'invite',
+    ...extraEnv,
   });
 
   const apiSignIn: OidcSvc['apiSignIn'] = async (provider, body = {}) => {

@@ -11,7 +11,12 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-const adminUrl = (): string => inject('databaseUrl');
+/** The suite's server (global-setup); outside vitest (test/helpers/console-dev.ts), SVC_TEST_DATABASE_URL. */
+const adminUrl = (): string => {
+  const outside = process.env.SVC_TEST_DATABASE_URL;
+  if (outside && !process.env.VITEST) return outside;
+  return inject('databaseUrl');
+};
 
 const withDatabase = (url: string, database: string): string => {
   const u = new URL(url);

@@ -72,6 +72,10 @@ const banner = (s: RunningService): string => {
     lines.push(
       `  traces:   OTLP/HTTP exporters to ${s.httpUrl}/v1/traces with a trace ingest key (POST /api/trace-ingest-keys)`,
     );
+  if (s.roles.includes('console'))
+    lines.push(
+      `  console:  open ${s.httpUrl}/console in a browser (sign-in needs SVC_OIDC_PROVIDERS: README "Console")`,
+    );
   if (s.secrets.generatedAt)
     lines.push(`  generated a master key and an admin token in ${displayPath(s.secrets.path)} (mode 0600)`);
   lines.push('  stop with Ctrl-C (SIGINT) or SIGTERM');

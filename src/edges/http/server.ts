@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { Histogram, type Registry } from 'prom-client';
@@ -9,6 +10,7 @@ import { labelled } from '../../lib/metrics.js';
 /** A part of the process that serves HTTP routes (a role): its name, and its routes in their own scope. */
 export interface HttpMount {
   name: string;
+  rewriteUrl?(url: string): string;
   http?(app: FastifyInstance): Promise<void> | void;
 }
 
@@ -27,7 +29,15 @@ export interface HttpServerOptions {
  * plugin scope; /healthz and /metrics are shared.
  */
 export const createHttpServer = async (options: HttpServerOptions): Promise<FastifyInstance> => {
+  const rewrites = options.roles.flatMap((r) => (r.rewriteUrl ? [r.rewriteUrl.bind(r)] : []));
   const app: FastifyInstance = Fastify({
+    // Only a process with an alias pays for the rewrite (a gateway alone has none).
+    ...(rewrites.length > 0
+      ? {
+          rewriteUrl: (req: IncomingMessage) =>
+            rewrites.reduce((url, rewrite) => rewrite(url), req.url ?? '/'),
+        }
+      : {}),
     loggerInstance: options.logger as FastifyBaseLogger,
     // The gateway's request id (SPEC 7.4) is this one: one id per request, not two.
     genReqId: () => newId('req'),

@@ -1,4 +1,5 @@
 import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
+import type { Sessions } from '../../../commands/auth/sessions.js';
 import type { SignIn } from '../../../commands/auth/sign-in.js';
 import type { AuthReads } from '../../../projections/auth/reads.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
@@ -9,6 +10,10 @@ export interface AuthHttpDeps {
   developerTokens: DeveloperTokens;
   reads: AuthReads;
   controlPlaneReads: ControlPlaneReads;
+  /** Console sessions: GET /api/session and sign-out. */
+  sessions: Sessions;
+  /** Names of the configured identity providers. */
+  providers: () => readonly string[];
   /** Whether the console's cookies are marked Secure (the provider's redirect URI is HTTPS). */
   secureCookies: (provider: string) => boolean;
   clock?: () => Date;

@@ -4,6 +4,7 @@ import type { AuthHttpDeps } from './deps.js';
 import { registerDeveloperTokenRoutes } from './developer-token-routes.js';
 import { registerRegistrationStatusRoutes } from './registration-routes.js';
 import { requireSession } from './session.js';
+import { registerProviderList, registerSessionRoutes } from './session-routes.js';
 import { registerSignInRoutes } from './sign-in-routes.js';
 
 /**
@@ -29,6 +30,7 @@ export const registerAuthRoutes = async (app: FastifyInstance, deps: AuthHttpDep
     publicApiFamily(scope, { bodyLimit: AUTH_BODY_LIMIT });
     registerSignInRoutes(scope, deps);
     registerRegistrationStatusRoutes(scope, deps.reads, clock);
+    registerProviderList(scope, deps.providers);
   });
   await app.register(async (scope) => {
     const family = authenticatedApiFamily(scope, {
@@ -36,5 +38,12 @@ export const registerAuthRoutes = async (app: FastifyInstance, deps: AuthHttpDep
       authenticate: (request) => requireSession(request, deps.controlPlaneReads, clock()),
     });
     registerDeveloperTokenRoutes(scope, deps.developerTokens, family.caller);
+    registerSessionRoutes(scope, {
+      sessions: deps.sessions,
+      reads: deps.controlPlaneReads,
+      providers: deps.providers,
+      secureCookies: () => deps.providers().some((p) => deps.secureCookies(p)),
+      principal: family.caller,
+    });
   });
 };

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
 import { parseBody } from '../body.js';
+import { SESSION_COOKIE } from '../session-credential.js';
 import { parseCookies, serializeCookie } from './cookies.js';
 import type { AuthHttpDeps } from './deps.js';
 import { safeReturnPath } from './return-to.js';
-import { SESSION_COOKIE } from './session.js';
 
 /** Binds a console sign-in to the browser that started it (SPEC 5: browser-bound state). */
 export const STATE_COOKIE = 'svc_oidc_state';
@@ -36,6 +36,43 @@ const callbackPath = (provider: string) => `/api/session/oidc/${encodeURICompone
 /** The query string exactly as the identity provider sent it (the authorization response). */
 const rawQuery = (request: FastifyRequest) => new URLSearchParams(request.url.split('?')[1] ?? '');
 
+/** The console's sign-in page, where a browser learns why its sign-in failed. */
+export const SIGN_IN_PAGE = '/console/sign-in';
+
+/** Why a browser's sign-in failed, as the console's sign-in page explains it. */
+export const failureReason = (err: unknown): string => {
+  if (!(err instanceof ServiceError)) return 'failed';
+  if (err.code === 'forbidden')
+    return err.param === 'state_cookie' ? 'state_mismatch' : 'registration_refused';
+  if (err.code === 'not_found') return 'unknown_provider';
+  if (err.code === 'upstream_error') return 'provider_unavailable';
+  if (err.code === 'bad_request') return err.param === 'state' ? 'expired' : 'provider_refused';
+  return 'failed';
+};
+
+/** A navigation by a browser (it asks for HTML), as opposed to a script or test client asking for JSON. */
+const wantsPage = (request: FastifyRequest): boolean => (request.headers.accept ?? '').includes('text/html');
+
+/**
+ * A browser's failed sign-in goes to the console's sign-in page with the reason (SPEC 4.4: a
+ * clear page for every failure); other clients keep the `/api` envelope and its status.
+ */
+const orFailurePage = async (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  step: () => Promise<FastifyReply>,
+): Promise<FastifyReply> => {
+  try {
+    return await step();
+  } catch (err) {
+    if (!wantsPage(request)) throw err;
+    const message = err instanceof ServiceError ? err.message : 'the sign-in failed';
+    request.log.info({ err }, 'console sign-in failed');
+    const search = new URLSearchParams({ error: failureReason(err), message: message.slice(0, 300) });
+    return reply.header('cache-control', 'no-store').redirect(`${SIGN_IN_PAGE}?${search}`, 303);
+  }
+};
+
 export const registerSignInRoutes = (app: FastifyInstance, deps: AuthHttpDeps): void => {
   const { signIn } = deps;
 
@@ -62,46 +99,54 @@ export const registerSignInRoutes = (app: FastifyInstance, deps: AuthHttpDeps): 
   });
 
   // Console: browser redirects, the state bound in a cookie scoped to the callback path.
-  app.get('/api/session/oidc/:provider/start', async (request, reply) => {
-    const { provider } = request.params as Params;
-    const query = request.query as Query;
-    const started = await signIn.start(provider, 'console', {
-      returnTo: safeReturnPath(single(query, 'return_to')),
-      invite: single(query, 'invite'),
-      registrationCode: single(query, 'registration_code'),
-    });
-    reply.header(
-      'set-cookie',
-      serializeCookie(STATE_COOKIE, started.state, {
-        path: callbackPath(provider),
-        maxAge: signIn.loginTtlSeconds,
-        secure: deps.secureCookies(provider),
-      }),
-    );
-    return reply.redirect(started.authorization_url, 302);
-  });
-
-  app.get('/api/session/oidc/:provider/callback', async (request, reply: FastifyReply) => {
-    const { provider } = request.params as Params;
-    const secure = deps.secureCookies(provider);
-    const bound = parseCookies(request.headers.cookie).get(STATE_COOKIE);
-    const params = rawQuery(request);
-    const state = params.get('state');
-    // A mismatch changes nothing: a forged callback must not end the browser's own sign-in.
-    if (!bound || !state || !safeEqual(bound, state))
-      throw new ServiceError(
-        'forbidden',
-        'this sign-in was not started in this browser (state cookie mismatch)',
+  app.get('/api/session/oidc/:provider/start', (request, reply) =>
+    orFailurePage(request, reply, async () => {
+      const { provider } = request.params as Params;
+      const query = request.query as Query;
+      const started = await signIn.start(provider, 'console', {
+        returnTo: safeReturnPath(single(query, 'return_to')),
+        invite: single(query, 'invite'),
+        registrationCode: single(query, 'registration_code'),
+      });
+      reply.header(
+        'set-cookie',
+        serializeCookie(STATE_COOKIE, started.state, {
+          path: callbackPath(provider),
+          maxAge: signIn.loginTtlSeconds,
+          secure: deps.secureCookies(provider),
+        }),
       );
-    // From here the state is taken, so its cookie goes too, whatever the outcome.
-    reply.header(
-      'set-cookie',
-      serializeCookie(STATE_COOKIE, '', { path: callbackPath(provider), maxAge: 0, secure }),
-    );
-    const session = await signIn.complete(provider, 'console', params);
-    const maxAge = (Date.parse(session.expires_at) - Date.now()) / 1_000;
-    // Appended beside the cleared state cookie: fastify keeps every set-cookie value.
-    reply.header('set-cookie', serializeCookie(SESSION_COOKIE, session.token, { path: '/', maxAge, secure }));
-    return reply.redirect(safeReturnPath(session.return_to), 302);
-  });
+      return reply.redirect(started.authorization_url, 302);
+    }),
+  );
+
+  app.get('/api/session/oidc/:provider/callback', (request, reply: FastifyReply) =>
+    orFailurePage(request, reply, async () => {
+      const { provider } = request.params as Params;
+      const secure = deps.secureCookies(provider);
+      const bound = parseCookies(request.headers.cookie).get(STATE_COOKIE);
+      const params = rawQuery(request);
+      const state = params.get('state');
+      // A mismatch changes nothing: a forged callback must not end the browser's own sign-in.
+      if (!bound || !state || !safeEqual(bound, state))
+        throw new ServiceError(
+          'forbidden',
+          'this sign-in was not started in this browser (state cookie mismatch)',
+          { param: 'state_cookie' },
+        );
+      // From here the state is taken, so its cookie goes too, whatever the outcome.
+      reply.header(
+        'set-cookie',
+        serializeCookie(STATE_COOKIE, '', { path: callbackPath(provider), maxAge: 0, secure }),
+      );
+      const session = await signIn.complete(provider, 'console', params);
+      const maxAge = (Date.parse(session.expires_at) - Date.now()) / 1_000;
+      // Appended beside the cleared state cookie: fastify keeps every set-cookie value.
+      reply.header(
+        'set-cookie',
+        serializeCookie(SESSION_COOKIE, session.token, { path: '/', maxAge, secure }),
+      );
+      return reply.redirect(safeReturnPath(session.return_to), 302);
+    }),
+  );
 };

@@ -3,6 +3,7 @@ import { bearerToken } from '../../../lib/bearer.js';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
+import { credentialOf } from '../session-credential.js';
 
 /** Who is calling a control-plane route: the platform administrator or a signed-in user. */
 export type Principal =
@@ -20,7 +21,8 @@ export const authenticate = async (
   adminToken: string,
   now: Date,
 ): Promise<Principal> => {
-  const token = bearerOf(request);
+  // The bearer, or the console's session cookie (CSRF-checked for changes).
+  const token = credentialOf(request);
   if (!token)
     throw new ServiceError('unauthenticated', 'missing bearer token: send Authorization: Bearer <token>');
   if (safeEqual(token, adminToken)) return { kind: 'admin' };

@@ -16,6 +16,7 @@ import { overview, usage } from '../../../query/usage.js';
 import { parsePage, parseWindow } from '../../../query/window.js';
 import { authenticatedApiFamily } from '../api-family.js';
 import { parseBody } from '../body.js';
+import { authorizationOf } from '../session-credential.js';
 import {
   authorOf,
   paramOf,
@@ -49,7 +50,7 @@ export const registerQueryRoutes = async (
   await app.register(async (scope) => {
     const family = authenticatedApiFamily(scope, {
       bodyLimit: QUERY_BODY_LIMIT,
-      authenticate: (request) => identify(options, request.headers.authorization),
+      authenticate: (request) => identify(options, authorizationOf(request)),
     });
     const context = { ...options, caller: family.caller };
     queryRoutes(scope, context);

@@ -1,0 +1,137 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { request as undiciRequest } from 'undici';
+import { ServiceError } from '../../../lib/errors.js';
+import { credentialOf } from '../session-credential.js';
+
+/**
+ * The console's proxy prefix for the query routes (SPEC 4.5: "the console proxies under
+ * /api/query/** after enforcing session scope"): /api/query/<route> is the query route /api/<route>.
+ * Only the query routes' own first segments are reachable through it.
+ */
+export const QUERY_PROXY_PREFIX = '/api/query/';
+const QUERY_SEGMENTS = new Set([
+  'requests',
+  'sessions',
+  'usage',
+  'metrics',
+  'reports',
+  'exports',
+  'body',
+  'traces',
+]);
+
+/** The query route a console path names (`/api/query/requests?x` -> `/api/requests?x`), else null. */
+export const queryRouteOf = (url: string): string | null => {
+  if (!url.startsWith(QUERY_PROXY_PREFIX)) return null;
+  const rest = url.slice(QUERY_PROXY_PREFIX.length);
+  const segment = /^[^/?#]*/.exec(rest)![0];
+  return QUERY_SEGMENTS.has(segment) ? `/api/${rest}` : null;
+};
+
+/**
+ * In a process that serves the query routes itself, the prefix is an alias resolved before
+ * routing: the same handlers, the same credential checks (the session cookie is read by every
+ * `/api` family), live streams included. Anything else under the prefix is left to 404.
+ */
+export const rewriteQueryAlias = (url: string): string => queryRouteOf(url) ?? url;
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+]);
+
+/** Paths the upstream must see with the browser's cookies as sent: sign-in binds its state in one. */
+const passesCookies = (path: string): boolean => path.startsWith('/api/session/');
+
+const forwardedHeaders = (request: FastifyRequest, path: string): Record<string, string | string[]> => {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(request.headers as IncomingHttpHeaders)) {
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    out[name] = value;
+  }
+  if (!passesCookies(path)) {
+    // The session travels as the bearer it is (SPEC 4.6: proxies attach the session access token);
+    // the CSRF check of a cookie-borne change is made here, before anything leaves.
+    const token = credentialOf(request);
+    delete out.cookie;
+    delete out['x-csrf-token'];
+    if (token) out.authorization = `Bearer ${token}`;
+  }
+  out['x-forwarded-host'] = request.headers.host ?? '';
+  out['x-forwarded-proto'] = request.protocol;
+  out['x-forwarded-for'] = request.ip;
+  const length = request.headers['content-length'];
+  if (length !== undefined) out['content-length'] = length;
+  return out;
+};
+
+/**
+ * The console's `/api` calls, forwarded to the process (or load balancer) that serves the API
+ * roles when this process runs the console without them (scale-out): bodies and answers stream
+ * through, live event streams included, and a client that goes away cancels the upstream call.
+ */
+export const registerApiProxy = (
+  app: FastifyInstance,
+  options: { upstream: string; query: boolean },
+): void => {
+  const base = new URL(options.upstream);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+
+  const forward = async (request: FastifyRequest, reply: FastifyReply, path: string) => {
+    const target = new URL(path, base);
+    const abort = new AbortController();
+    request.raw.on('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
+    const hasBody = request.method !== 'GET' && request.method !== 'HEAD';
+    let answer: Awaited<ReturnType<typeof undiciRequest>>;
+    try {
+      answer = await undiciRequest(target, {
+        method: request.method as 'GET',
+        headers: forwardedHeaders(request, path),
+        body: hasBody ? request.raw : null,
+        signal: abort.signal,
+        headersTimeout: 30_000,
+        bodyTimeout: 0,
+      });
+    } catch (err) {
+      if (err instanceof ServiceError) throw err;
+      throw new ServiceError('upstream_error', `the console's API at ${base.origin} did not answer`, {
+        cause: err,
+      });
+    }
+    reply.code(answer.statusCode);
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value === undefined || HOP_BY_HOP.has(name)) continue;
+      reply.header(name, value);
+    }
+    return reply.send(answer.body);
+  };
+
+  const ALL = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+  if (options.query)
+    app.route({
+      method: [...ALL],
+      url: `${QUERY_PROXY_PREFIX}*`,
+      handler: (request, reply) => {
+        const route = queryRouteOf(request.url);
+        if (!route) throw new ServiceError('not_found', `no query route for ${request.url.split('?')[0]}`);
+        return forward(request, reply, route);
+      },
+    });
+  app.route({
+    method: [...ALL],
+    url: '/api/*',
+    handler: (request, reply) => forward(request, reply, request.url),
+  });
+};

@@ -1,0 +1,3 @@
+import { Page } from '../ui';
+
+export const ConnectionsPage = () => <Page title="Connections">{null}</Page>;

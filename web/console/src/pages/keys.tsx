@@ -1,0 +1,3 @@
+import { Page } from '../ui';
+
+export const KeysPage = () => <Page title="Keys">{null}</Page>;

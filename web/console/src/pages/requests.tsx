@@ -1,0 +1,3 @@
+import { Page } from '../ui';
+
+export const RequestsPage = () => <Page title="Requests">{null}</Page>;

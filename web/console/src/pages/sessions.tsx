@@ -1,0 +1,3 @@
+import { Page } from '../ui';
+
+export const SessionsPage = () => <Page title="Sessions">{null}</Page>;

@@ -1,0 +1,3 @@
+import { Page } from '../ui';
+
+export const TracesPage = () => <Page title="Traces">{null}</Page>;

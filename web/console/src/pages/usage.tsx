@@ -1,0 +1,3 @@
+import { Page } from '../ui';
+
+export const UsagePage = () => <Page title="Usage">{null}</Page>;

@@ -1,0 +1,3 @@
+import { Page } from '../ui';
+
+export const WalletPage = () => <Page title="Wallet">{null}</Page>;
