@@ -116,6 +116,29 @@ export const findRequest = async (
   return rows[0] ?? null;
 };
 
+/**
+ * The priced lines of one request (SPEC 3 cost lines), in line order: what the console's request
+ * detail shows beside the attempts. Amounts stay decimal strings (exact money).
+ */
+export const requestCostLines = async (
+  a: AnalyticsStore,
+  orgId: string,
+  projectId: string | null,
+  requestId: string,
+): Promise<Record<string, unknown>[]> => {
+  const w = tenantWhere({ orgIds: [orgId], projectId, window: { from: null, to: null } }).add(
+    'request_id = {request_id:String}',
+    { request_id: requestId },
+  );
+  return a.query(
+    `SELECT line_index, meter, modality, tier, cache_ttl, tool_type, toString(quantity) AS quantity,
+       toString(unit_price) AS unit_price, toString(amount) AS amount, estimated, funding,
+       provenance_source, rate_card_id, rate_row_id, rate_card_revision, zero_rated_rule
+     FROM request_cost_lines FINAL ${w.sql} ORDER BY line_index`,
+    w.params,
+  );
+};
+
 export const sessionTimeline = async (
   a: AnalyticsStore,
   q: { orgId: string; projectId: string | null; sessionId: string; limit: number; offset: number },

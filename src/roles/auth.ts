@@ -5,6 +5,7 @@ import { Registration } from '../commands/auth/registration.js';
 import { AuthCommands } from '../commands/auth/service.js';
 import { Sessions } from '../commands/auth/sessions.js';
 import { SignIn } from '../commands/auth/sign-in.js';
+import { SignInLinks } from '../commands/auth/sign-in-links.js';
 import type { Config } from '../config/config.js';
 import { addAuthService } from '../edges/grpc/auth.js';
 import { registerAuthRoutes } from '../edges/http/auth/routes.js';
@@ -31,6 +32,7 @@ export const makeAuth = (store: EventStore, pool: Pool, masterKey: Buffer) => {
       directory: controlPlane.reads,
     }),
     developerTokens: new DeveloperTokens(commands, reads, controlPlane.reads),
+    links: new SignInLinks(pool, controlPlane, controlPlane.reads),
   };
 };
 
@@ -77,6 +79,8 @@ export const authRole = (ctx: RoleContext): Role => {
         reads: auth.reads,
         controlPlaneReads: auth.controlPlane.reads,
         sessions,
+        links: auth.links,
+        sessionTtlMs: ctx.config.SVC_AUTH_SESSION_TTL_SECONDS * 1_000,
         providers: () => Object.keys(providers),
         secureCookies: (provider) =>
           Object.hasOwn(providers, provider) &&

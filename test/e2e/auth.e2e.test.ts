@@ -277,6 +277,38 @@ describe('the console session (SPEC 4.4, 5)', () => {
     expect((await bearerGet('/api/workspaces', token)).status).toBe(401);
   });
 
+  it('svc console link: a single-use link signs a registered user in, and only once', async () => {
+    const out = (await svc.gw.svc([
+      'console',
+      'link',
+      '--email',
+      'Ada@Example.com',
+      '--return-to',
+      '/console/keys',
+      '--url',
+      `${base}/`,
+    ])) as { url: string; email: string };
+    expect(out.email).toBe('ada@example.com');
+    const link = new URL(out.url);
+    expect(`${link.origin}${link.pathname}`).toBe(`${base}/api/session/link`);
+    const browser = new Browser();
+    const opened = await browser.request(out.url, { headers: html });
+    expect(opened.status).toBe(302);
+    expect(opened.headers.get('location')).toBe('/console/keys');
+    const cookie = browser.cookie('svc_session', `${base}/api/session`);
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+    expect((await browser.request(`${base}/api/session`)).status).toBe(200);
+    // Used: a second opening is explained on the sign-in page, and sets nothing.
+    const again = await new Browser().request(out.url, { headers: html });
+    expect(again.status).toBe(303);
+    expect(new URL(again.headers.get('location')!, base).searchParams.get('error')).toBe('expired');
+    expect((await fetch(out.url, { redirect: 'manual' })).status).toBe(400);
+    // Only for a registered user; a link for anyone else is refused when made.
+    await expect(svc.gw.svc(['console', 'link', '--email', 'nobody@example.com'])).rejects.toThrow(
+      /svc users add/,
+    );
+  });
+
   it('lists the configured providers without a credential', async () => {
     const res = await fetch(`${base}/api/session/providers`);
     expect(await res.json()).toEqual({ providers: [{ name: 'test' }, { name: 'open' }, { name: 'code' }] });

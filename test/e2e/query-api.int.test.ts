@@ -464,6 +464,19 @@ describe('verified body fetch', () => {
   });
 });
 
+describe('request detail (SPEC 4.5, for the console)', () => {
+  it('carries the cost lines once each, in order, with exact amounts, despite redelivery', async () => {
+    // The first 50 requests were inserted twice: FINAL must answer each line once.
+    const g = month.slice(0, 50).find((m) => m.costLines.length > 1 && m.request.org_id === t.a1!.org_id)!;
+    const detail = json(await get(`/api/requests/${g.request.request_id}?org_id=${t.a1!.org_id}`)) as {
+      cost_lines: { line_index: number; amount: string; meter: string }[];
+    };
+    expect(detail.cost_lines.map((l) => l.line_index)).toEqual(g.costLines.map((l) => l.line_index));
+    expect(detail.cost_lines.map((l) => l.amount)).toEqual(g.costLines.map((l) => String(l.amount)));
+    expect(detail.cost_lines.map((l) => l.meter)).toEqual(g.costLines.map((l) => l.meter));
+  });
+});
+
 describe('tenant isolation', () => {
   it('every route asked with another org leaks nothing', async () => {
     const orgA = t.a1!.org_id;

@@ -13,8 +13,8 @@ export interface TestDatabase {
 
 /** The suite's server (global-setup); outside vitest (test/helpers/console-dev.ts), SVC_TEST_DATABASE_URL. */
 const adminUrl = (): string => {
-  const outside = process.env.SVC_TEST_DATABASE_URL;
-  if (outside && !process.env.VITEST) return outside;
+  if (!process.env.VITEST)
+    return process.env.SVC_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   return inject('databaseUrl');
 };
 

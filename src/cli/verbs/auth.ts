@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import type { Config } from '../../config/config.js';
+import { safeReturnPath } from '../../edges/http/auth/return-to.js';
 import { makeAuth } from '../../roles/auth.js';
 import { CliError, emit } from '../output.js';
 import { withEventStore } from '../runtime.js';
@@ -6,8 +8,14 @@ import { parseTtl } from './tenancy.js';
 
 type Auth = ReturnType<typeof makeAuth>;
 
-const withAuth = <T>(fn: (auth: Auth) => Promise<T>): Promise<T> =>
-  withEventStore(({ store, db, secrets }) => fn(makeAuth(store, db.pool, secrets.masterKey)));
+const withAuth = <T>(fn: (auth: Auth, config: Config) => Promise<T>): Promise<T> =>
+  withEventStore(({ store, db, secrets, config }) => fn(makeAuth(store, db.pool, secrets.masterKey), config));
+
+/** This deployment's own address as `svc serve` listens on it (0.0.0.0 and :: answer on loopback). */
+const ownUrl = (config: Config): string => {
+  const host = ['0.0.0.0', '::', ''].includes(config.SVC_HTTP_HOST) ? '127.0.0.1' : config.SVC_HTTP_HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.SVC_HTTP_PORT}`;
+};
 
 const positiveInteger = (value: string, flag: string): number => {
   if (!/^\d+$/.test(value.trim()) || Number(value) < 1)
@@ -15,8 +23,42 @@ const positiveInteger = (value: string, flag: string): number => {
   return Number(value);
 };
 
-/** `svc registration invite create` and `svc registration code create`. */
+/** `svc registration invite create`, `svc registration code create` and `svc console link`. */
 export const registerAuthCommands = (program: Command): void => {
+  program
+    .command('console')
+    .description('the web console (SPEC 4.4)')
+    .command('link')
+    .description(
+      'print a single-use link that signs a registered user in to the console (for deployments without an identity provider yet)',
+    )
+    .requiredOption('--email <email>', 'e-mail address of a registered user (svc users add)')
+    .option('--ttl <duration>', 'how long the link may wait to be opened, e.g. 15m, 1h (at most 24h)', '15m')
+    .option('--return-to <path>', 'console page to open after signing in', '/console/requests')
+    .option(
+      '--url <base_url>',
+      "the console's base URL (default: this deployment's SVC_HTTP_HOST and SVC_HTTP_PORT)",
+    )
+    .option('--json', 'print JSON')
+    .action(async (opts: { email: string; ttl: string; returnTo: string; url?: string; json?: boolean }) => {
+      const ttlMs = parseTtl(opts.ttl);
+      const returnTo = safeReturnPath(opts.returnTo);
+      const out = await withAuth(async (auth, config) => {
+        const link = await auth.links.create({ id: 'cli' }, { email: opts.email, returnTo, ttlMs });
+        const base = (opts.url ?? ownUrl(config)).replace(/\/+$/, '');
+        return {
+          url: `${base}/api/session/link?token=${encodeURIComponent(link.token)}`,
+          email: link.email,
+          expires_at: link.expires_at,
+        };
+      });
+      emit(
+        opts.json,
+        out,
+        (o) => `open this in a browser to sign in as ${o.email} (once, before ${o.expires_at}):\n${o.url}`,
+      );
+    });
+
   const registration = program
     .command('registration')
     .description('who may register through OIDC sign-in (SVC_REGISTRATION_POLICY: open, invite or code)');

@@ -74,7 +74,9 @@ const banner = (s: RunningService): string => {
     );
   if (s.roles.includes('console'))
     lines.push(
-      `  console:  open ${s.httpUrl}/console in a browser (sign-in needs SVC_OIDC_PROVIDERS: README "Console")`,
+      `  console:  ${s.httpUrl}/console; sign in through SVC_OIDC_PROVIDERS, or without one:`,
+      '            node bin/svc.js users add --email you@example.com --workspace <workspace_id> --role manager',
+      '            node bin/svc.js console link --email you@example.com   (prints a single-use sign-in link)',
     );
   if (s.secrets.generatedAt)
     lines.push(`  generated a master key and an admin token in ${displayPath(s.secrets.path)} (mode 0600)`);

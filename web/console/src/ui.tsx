@@ -3,8 +3,16 @@
  * (role=alert), tables have captions and header cells, and nothing relies on colour alone.
  */
 import type { ComponentChildren, JSX } from 'preact';
-import { useCallback, useEffect, useId, useState } from 'preact/hooks';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError } from './api';
+
+let nextId = 0;
+/**
+ * A stable id unique in the document for a label's `for`. Preact's useId repeats ids across
+ * siblings rendered at different times (the scope picker and a page gave P0-0 to both), so a
+ * module counter is used instead.
+ */
+const useId = (): string => useState(() => `f${++nextId}`)[0];
 
 export const Page = (props: { title: string; children: ComponentChildren; actions?: ComponentChildren }) => {
   useEffect(() => {
@@ -58,7 +66,7 @@ export const Loading = () => (
   </p>
 );
 
-type InputProps = Omit<JSX.HTMLAttributes<HTMLInputElement>, 'onInput' | 'value'> & {
+type InputProps = Omit<JSX.InputHTMLAttributes<HTMLInputElement>, 'onInput' | 'value' | 'label'> & {
   label: string;
   value: string;
   onValue: (v: string) => void;

@@ -1,6 +1,7 @@
 import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
 import type { Sessions } from '../../../commands/auth/sessions.js';
 import type { SignIn } from '../../../commands/auth/sign-in.js';
+import type { SignInLinks } from '../../../commands/auth/sign-in-links.js';
 import type { AuthReads } from '../../../projections/auth/reads.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 
@@ -12,6 +13,9 @@ export interface AuthHttpDeps {
   controlPlaneReads: ControlPlaneReads;
   /** Console sessions: GET /api/session and sign-out. */
   sessions: Sessions;
+  /** Operator-made single-use sign-in links (`svc sessions link`), and the lifetime of their sessions. */
+  links: SignInLinks;
+  sessionTtlMs: number;
   /** Names of the configured identity providers. */
   providers: () => readonly string[];
   /** Whether the console's cookies are marked Secure (the provider's redirect URI is HTTPS). */

@@ -46,7 +46,8 @@ export const failureReason = (err: unknown): string => {
     return err.param === 'state_cookie' ? 'state_mismatch' : 'registration_refused';
   if (err.code === 'not_found') return 'unknown_provider';
   if (err.code === 'upstream_error') return 'provider_unavailable';
-  if (err.code === 'bad_request') return err.param === 'state' ? 'expired' : 'provider_refused';
+  if (err.code === 'bad_request')
+    return err.param === 'state' || err.param === 'token' ? 'expired' : 'provider_refused';
   return 'failed';
 };
 
@@ -117,6 +118,25 @@ export const registerSignInRoutes = (app: FastifyInstance, deps: AuthHttpDeps): 
         }),
       );
       return reply.redirect(started.authorization_url, 302);
+    }),
+  );
+
+  // An operator's single-use sign-in link (`svc sessions link`): a session for its user, in the
+  // same cookie the OIDC callback sets, then the link's return path.
+  app.get('/api/session/link', (request, reply) =>
+    orFailurePage(request, reply, async () => {
+      const token = single(request.query as Query, 'token');
+      const session = token ? await deps.links.redeem(token, deps.sessionTtlMs) : null;
+      if (!session)
+        throw new ServiceError('bad_request', 'unknown, used or expired sign-in link', { param: 'token' });
+      const maxAge = (Date.parse(session.expires_at) - Date.now()) / 1_000;
+      const secure = request.protocol === 'https';
+      reply.header('cache-control', 'no-store');
+      reply.header(
+        'set-cookie',
+        serializeCookie(SESSION_COOKIE, session.token, { path: '/', maxAge, secure }),
+      );
+      return reply.redirect(safeReturnPath(session.return_to), 302);
     }),
   );
 

@@ -6,6 +6,7 @@ import { recordFeedback } from '../../../query/feedback.js';
 import {
   findRequest,
   listRequests,
+  requestCostLines,
   requestFacets,
   sessionTimeline,
   shapeRequest,
@@ -85,7 +86,11 @@ const queryRoutes = (app: FastifyInstance, o: QueryRouteContext): void => {
 
   app.get('/api/requests/:request_id', async (request) => {
     const s = await scopeOf(o, request);
-    const row = await findRequest(a, s.orgId, s.projectId, paramOf(request, 'request_id'));
+    const id = paramOf(request, 'request_id');
+    const [row, costLines] = await Promise.all([
+      findRequest(a, s.orgId, s.projectId, id),
+      requestCostLines(a, s.orgId, s.projectId, id),
+    ]);
     if (!row) throw new ServiceError('not_found', 'request not found');
     const { attempts, tool_summary, ...rest } = row;
     const visible = Object.fromEntries(Object.entries(rest).filter(([k]) => !/^(req|res)_body_/.test(k)));
@@ -93,6 +98,7 @@ const queryRoutes = (app: FastifyInstance, o: QueryRouteContext): void => {
       ...shapeRequest(visible),
       attempts: JSON.parse(String(attempts ?? '[]')),
       tool_summary: JSON.parse(String(tool_summary ?? '{}')),
+      cost_lines: costLines,
       // Any caller in scope of the org may read its payloads; the URLs are themselves authenticated.
       body_urls: bodyUrls(row),
     };
