@@ -189,6 +189,12 @@ export const configSchema = z.object({
   SVC_POLICY_FAIL_MODE: z.enum(['open', 'closed']).default('closed'),
   SVC_OIDC_PROVIDERS: oidcProviders,
   /**
+   * Comma-separated e-mail addresses of users whose console sessions act as the platform
+   * administrator (SPEC 5 operator grants, operator policy layers, platform keys), audited under
+   * their own user id. Unset: only the admin token is the administrator.
+   */
+  SVC_PLATFORM_ADMINS: optionalString,
+  /**
    * The console role in a process without the query, control-plane and auth roles forwards the
    * console's `/api` calls to this base URL (a process, or a load balancer, serving those roles).
    */
@@ -201,6 +207,15 @@ export const configSchema = z.object({
 });
 
 export type Config = z.infer<typeof configSchema>;
+
+/** SVC_PLATFORM_ADMINS as lower-case addresses. */
+export const platformAdminEmails = (config: Pick<Config, 'SVC_PLATFORM_ADMINS'>): ReadonlySet<string> =>
+  new Set(
+    (config.SVC_PLATFORM_ADMINS ?? '')
+      .split(',')
+      .map((e) => e.trim().toLowerCase())
+      .filter(Boolean),
+  );
 
 /** Names of the variables whose values are secrets: masked by `svc config`. */
 export const SECRET_KEYS: ReadonlySet<keyof Config> = new Set([

@@ -32,6 +32,8 @@ export interface ScopeDeps {
   reads: ControlPlaneReads;
   verifyDeveloperToken: (token: string) => Promise<DeveloperTokenIdentity | null>;
   adminToken: string;
+  /** SVC_PLATFORM_ADMINS: these users' console sessions read as the platform administrator. */
+  platformAdmins?: ReadonlySet<string>;
   now?: () => Date;
 }
 
@@ -55,6 +57,7 @@ export const identify = async (deps: ScopeDeps, authorization: string | undefine
   }
   const session = await deps.reads.sessionPrincipal(token, (deps.now ?? (() => new Date()))());
   if (!session) throw new ServiceError('unauthenticated', 'invalid or expired session token');
+  if (deps.platformAdmins?.has(session.email.toLowerCase())) return { kind: 'admin' };
   return { kind: 'session', userId: session.user_id, workspaces: new Set(session.memberships.keys()) };
 };
 

@@ -6,7 +6,7 @@ import { AuthCommands } from '../commands/auth/service.js';
 import { Sessions } from '../commands/auth/sessions.js';
 import { SignIn } from '../commands/auth/sign-in.js';
 import { SignInLinks } from '../commands/auth/sign-in-links.js';
-import type { Config } from '../config/config.js';
+import { type Config, platformAdminEmails } from '../config/config.js';
 import { addAuthService } from '../edges/grpc/auth.js';
 import { registerAuthRoutes } from '../edges/http/auth/routes.js';
 import type { EventStore } from '../events/event-store.js';
@@ -82,6 +82,7 @@ export const authRole = (ctx: RoleContext): Role => {
         links: auth.links,
         sessionTtlMs: ctx.config.SVC_AUTH_SESSION_TTL_SECONDS * 1_000,
         providers: () => Object.keys(providers),
+        platformAdmins: platformAdminEmails(ctx.config),
         secureCookies: (provider) =>
           Object.hasOwn(providers, provider) &&
           new URL(providers[provider]!.redirect_uri).protocol === 'https:',

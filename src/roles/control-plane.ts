@@ -1,4 +1,5 @@
 import { type ControlPlaneCommands, controlPlaneCommands } from '../commands/control-plane/commands.js';
+import { platformAdminEmails } from '../config/config.js';
 import { addControlPlaneServices } from '../edges/grpc/control-plane.js';
 import { registerControlPlaneRoutes } from '../edges/http/control-plane/routes.js';
 import type { EventStore } from '../events/event-store.js';
@@ -56,7 +57,10 @@ export const controlPlaneRole = (ctx: RoleContext): Role => {
   return {
     name: 'control-plane',
     http: async (app) => {
-      await registerControlPlaneRoutes(app, cp, cp.reads, ctx.adminToken);
+      await registerControlPlaneRoutes(app, cp, cp.reads, {
+        token: ctx.adminToken,
+        emails: platformAdminEmails(ctx.config),
+      });
       await wallets.http(app);
     },
     // The admin token doubles as the internal service token for gRPC callers.

@@ -1,3 +1,4 @@
+import { platformAdminEmails } from '../config/config.js';
 import { addQueryService } from '../edges/grpc/query.js';
 import { registerQueryRoutes } from '../edges/http/query/routes.js';
 import { developerTokenVerifier } from '../projections/auth/reads.js';
@@ -32,6 +33,7 @@ export const queryRole = (ctx: RoleContext): Role => {
         reads,
         verifyDeveloperToken: developerTokenVerifier(ctx.pool),
         adminToken: ctx.adminToken,
+        platformAdmins: platformAdminEmails(ctx.config),
         analytics,
         objects: ctx.objects,
         pool: ctx.pool,

@@ -29,7 +29,7 @@ export const COMMAND_MODULES: readonly {
   { names: ['spend-caps'], load: async () => (await import('./spend-caps.js')).registerSpendCapCommands },
   { names: ['policy'], load: async () => (await import('./policy.js')).registerPolicyCommands },
   { names: ['wallet', 'ledger'], load: async () => (await import('./wallet.js')).registerWalletCommands },
-  { names: ['registration'], load: async () => (await import('./auth.js')).registerAuthCommands },
+  { names: ['registration', 'console'], load: async () => (await import('./auth.js')).registerAuthCommands },
   { names: ['traces'], load: async () => (await import('./traces.js')).registerTraceCommands },
   { names: ['audit'], load: async () => (await import('./audit.js')).registerAuditCommands },
 ];

@@ -7,7 +7,7 @@ import type {
   WalletTransaction,
 } from '../../commands/wallet/ports.js';
 import type { Pool } from '../../events/postgres/pool.js';
-import { formatUsd, parseUsd, subUsd, ZERO_USD } from '../../lib/money.js';
+import { addUsd, formatUsd, parseUsd, subUsd, ZERO_USD } from '../../lib/money.js';
 
 /** numeric(38,18) arrives as text with trailing zeros; the API shows the canonical decimal. */
 export const usdText = (value: string | null): string =>
@@ -175,6 +175,114 @@ export class WalletReads implements WalletLedger, UncreditedPayments {
       ...r,
       occurred_at: r.occurred_at.toISOString(),
       amount_usd: usdText(r.amount_usd),
+    }));
+  }
+
+  /**
+   * One page of the ledger, newest first, for the console (SPEC 4.6 wallet): the lines
+   * before `beforePosition` (null: from the newest), each with the running balance after it, the
+   * same figure the CSV export's balance_usd column gives. `has_more` says an older page exists.
+   */
+  async ledgerPageBefore(
+    workspaceId: string,
+    beforePosition: number | null,
+    limit: number,
+  ): Promise<{ data: (LedgerLine & { balance_usd: string })[]; has_more: boolean }> {
+    const before = beforePosition ?? Number.MAX_SAFE_INTEGER;
+    const { rows } = await this.pool.query<{
+      position: string | number;
+      occurred_at: Date;
+      kind: LedgerLine['kind'];
+      id: string;
+      amount_usd: string;
+      actor: string | null;
+      reference: string | null;
+      reason: string | null;
+    }>(
+      `(SELECT position, created_at AS occurred_at, type AS kind, transaction_id AS id,
+               CASE WHEN type = 'refund' THEN -amount_usd ELSE amount_usd END AS amount_usd, actor,
+               coalesce(payment_intent_id, idempotency_key) AS reference, reason
+          FROM workspace_wallet_transactions WHERE workspace_id = $1 AND position < $2
+         ORDER BY position DESC LIMIT $3)
+       UNION ALL
+       (SELECT position, settled_at, 'charge', request_id, -charged_usd, NULL, billing_status, NULL
+          FROM workspace_wallet_charges WHERE workspace_id = $1 AND position < $2
+         ORDER BY position DESC LIMIT $3)
+       ORDER BY position DESC LIMIT $3`,
+      [workspaceId, before, limit + 1],
+    );
+    const page = rows.slice(0, limit);
+    const oldest = page.at(-1);
+    // The balance before the page's oldest line: every credit, refund and charge ahead of it.
+    let running = ZERO_USD;
+    if (oldest) {
+      const { rows: sums } = await this.pool.query<{ total: string | null }>(
+        `SELECT (SELECT coalesce(sum(CASE WHEN type = 'refund' THEN -amount_usd ELSE amount_usd END), 0)
+                   FROM workspace_wallet_transactions WHERE workspace_id = $1 AND position < $2)
+              - (SELECT coalesce(sum(charged_usd), 0)
+                   FROM workspace_wallet_charges WHERE workspace_id = $1 AND position < $2) AS total`,
+        [workspaceId, oldest.position],
+      );
+      running = parseUsd(sums[0]?.total ?? '0');
+    }
+    const out: (LedgerLine & { balance_usd: string })[] = [];
+    for (const r of [...page].reverse()) {
+      running = addUsd(running, parseUsd(r.amount_usd));
+      out.push({
+        ...r,
+        position: Number(r.position),
+        occurred_at: r.occurred_at.toISOString(),
+        amount_usd: usdText(r.amount_usd),
+        balance_usd: formatUsd(running),
+      });
+    }
+    return { data: out.reverse(), has_more: rows.length > limit };
+  }
+
+  /** The workspace's active escrow holds, newest first: what `held_usd` is made of. */
+  async activeHolds(workspaceId: string, limit: number) {
+    const { rows } = await this.pool.query<{
+      hold_id: string;
+      amount_usd: string;
+      created_at: Date;
+      expires_at: Date;
+    }>(
+      `SELECT hold_id, amount_usd, created_at, expires_at FROM workspace_wallet_holds
+        WHERE workspace_id = $1 AND status = 'active' ORDER BY created_at DESC, hold_id LIMIT $2`,
+      [workspaceId, limit + 1],
+    );
+    return {
+      data: rows.slice(0, limit).map((r) => ({
+        hold_id: r.hold_id,
+        amount_usd: usdText(r.amount_usd),
+        created_at: r.created_at.toISOString(),
+        expires_at: r.expires_at.toISOString(),
+      })),
+      has_more: rows.length > limit,
+    };
+  }
+
+  /** The workspace's top-ups, newest first: pending until the verified webhook credits them. */
+  async topUps(workspaceId: string, limit: number) {
+    const { rows } = await this.pool.query<{
+      topup_id: string;
+      provider: string;
+      payment_intent_id: string;
+      amount_usd: string;
+      status: 'pending' | 'settled';
+      requested_by: string | null;
+      created_at: Date;
+      settled_at: Date | null;
+    }>(
+      `SELECT topup_id, provider, payment_intent_id, amount_usd, status, requested_by, created_at, settled_at
+         FROM workspace_wallet_topups WHERE workspace_id = $1 ORDER BY created_at DESC, topup_id LIMIT $2`,
+      [workspaceId, limit],
+    );
+    return rows.map((r) => ({
+      ...r,
+      amount_usd: usdText(r.amount_usd),
+      created_at: r.created_at.toISOString(),
+      settled_at: r.settled_at ? r.settled_at.toISOString() : null,
     }));
   }
 

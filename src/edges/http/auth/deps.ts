@@ -16,6 +16,8 @@ export interface AuthHttpDeps {
   /** Operator-made single-use sign-in links (`svc sessions link`), and the lifetime of their sessions. */
   links: SignInLinks;
   sessionTtlMs: number;
+  /** SVC_PLATFORM_ADMINS as lower-case addresses. */
+  platformAdmins: ReadonlySet<string>;
   /** Names of the configured identity providers. */
   providers: () => readonly string[];
   /** Whether the console's cookies are marked Secure (the provider's redirect URI is HTTPS). */

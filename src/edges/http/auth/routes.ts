@@ -42,6 +42,7 @@ export const registerAuthRoutes = async (app: FastifyInstance, deps: AuthHttpDep
       sessions: deps.sessions,
       reads: deps.controlPlaneReads,
       providers: deps.providers,
+      platformAdmins: deps.platformAdmins,
       secureCookies: () => deps.providers().some((p) => deps.secureCookies(p)),
       principal: family.caller,
     });

@@ -16,6 +16,8 @@ export const registerSessionRoutes = (
     sessions: Sessions;
     reads: ControlPlaneReads;
     providers: () => readonly string[];
+    /** SVC_PLATFORM_ADMINS: these users' sessions act as the platform administrator. */
+    platformAdmins: ReadonlySet<string>;
     secureCookies: () => boolean;
     /** The signed-in user of a session-bearer route (the family's caller). */
     principal: (request: FastifyRequest) => SessionPrincipal;
@@ -26,16 +28,19 @@ export const registerSessionRoutes = (
     const token = credentialOf(request)!;
     const session = await deps.sessions.verify(token);
     if (!session) throw new ServiceError('unauthenticated', 'invalid or expired session token');
-    const workspaces = await deps.reads.workspaces([...principal.memberships.keys()]);
+    const admin = deps.platformAdmins.has(principal.email.toLowerCase());
+    // The administrator sees every workspace, as a manager would; a user sees their own.
+    const workspaces = await deps.reads.workspaces(admin ? undefined : [...principal.memberships.keys()]);
     return {
       user: { user_id: principal.user_id, email: principal.email },
       session_id: session.session_id,
       expires_at: session.expires_at.toISOString(),
       csrf_token: csrfTokenFor(token),
+      admin,
       workspaces: workspaces.map((w) => ({
         workspace_id: w.workspace_id,
         name: w.name,
-        role: principal.memberships.get(w.workspace_id) ?? 'member',
+        role: admin ? 'manager' : (principal.memberships.get(w.workspace_id) ?? 'member'),
       })),
     };
   });

@@ -280,3 +280,16 @@ describe('the web app', () => {
     await app.close();
   });
 });
+
+describe('the proxy over real connections', () => {
+  it('forwards a POST body (a request stream that ends before the answer)', async () => {
+    const address = remote.server.address() as { port: number };
+    const res = await fetch(`http://127.0.0.1:${address.port}/api/things`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfTokenFor(TOKEN) },
+      body: JSON.stringify({ a: 3 }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { body: unknown }).body).toEqual({ a: 3 });
+  });
+});

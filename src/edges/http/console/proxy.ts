@@ -90,7 +90,8 @@ export const registerApiProxy = (
   const forward = async (request: FastifyRequest, reply: FastifyReply, path: string) => {
     const target = new URL(path, base);
     const abort = new AbortController();
-    request.raw.on('close', () => {
+    // The response, not the request: a request's 'close' also comes once its body has been read.
+    reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) abort.abort();
     });
     const hasBody = request.method !== 'GET' && request.method !== 'HEAD';

@@ -5,12 +5,29 @@ import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { credentialOf } from '../session-credential.js';
 
-/** Who is calling a control-plane route: the platform administrator or a signed-in user. */
+/**
+ * Who is calling a control-plane route: the platform administrator (the admin token, or the
+ * console session of a user named in SVC_PLATFORM_ADMINS) or a signed-in user.
+ */
 export type Principal =
-  | { kind: 'admin' }
+  | { kind: 'admin'; userId?: string }
   | { kind: 'user'; userId: string; email: string; memberships: Map<string, 'manager' | 'member'> };
 
-export const actorOf = (p: Principal) => ({ id: p.kind === 'admin' ? 'admin' : `user:${p.userId}` });
+/** The audit actor: a signed-in administrator is named (SPEC 5: the admin is the audit actor). */
+export const actorOf = (p: Principal) => ({
+  id: p.kind === 'user' || p.userId ? `user:${p.userId}` : 'admin',
+});
+
+/** The platform administrator's credentials: the admin token, and the users whose sessions act as it. */
+export interface AdminCredentials {
+  token: string;
+  /** Lower-case e-mail addresses (SVC_PLATFORM_ADMINS). */
+  emails: ReadonlySet<string>;
+}
+
+const NO_EMAILS: ReadonlySet<string> = new Set();
+export const adminCredentials = (admin: string | AdminCredentials): AdminCredentials =>
+  typeof admin === 'string' ? { token: admin, emails: NO_EMAILS } : admin;
 
 export const bearerOf = (request: FastifyRequest): string | null =>
   bearerToken(request.headers.authorization);
@@ -18,9 +35,10 @@ export const bearerOf = (request: FastifyRequest): string | null =>
 export const authenticate = async (
   request: FastifyRequest,
   reads: ControlPlaneReads,
-  adminToken: string,
+  admin: string | AdminCredentials,
   now: Date,
 ): Promise<Principal> => {
+  const { token: adminToken, emails } = adminCredentials(admin);
   // The bearer, or the console's session cookie (CSRF-checked for changes).
   const token = credentialOf(request);
   if (!token)
@@ -28,6 +46,7 @@ export const authenticate = async (
   if (safeEqual(token, adminToken)) return { kind: 'admin' };
   const session = await reads.sessionPrincipal(token, now);
   if (!session) throw new ServiceError('unauthenticated', 'invalid or expired session token');
+  if (emails.has(session.email.toLowerCase())) return { kind: 'admin', userId: session.user_id };
   return { kind: 'user', userId: session.user_id, email: session.email, memberships: session.memberships };
 };
 

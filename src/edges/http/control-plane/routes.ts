@@ -9,6 +9,7 @@ import { authenticatedApiFamily } from '../api-family.js';
 import { parseBody } from '../body.js';
 import { registerAuditTokenRoutes } from './audit-token-routes.js';
 import {
+  type AdminCredentials,
   actorOf,
   authenticate,
   type Principal,
@@ -43,7 +44,7 @@ export const registerControlPlaneRoutes = async (
   app: FastifyInstance,
   cp: ControlPlaneCommands,
   reads: ControlPlaneReads,
-  adminToken: string,
+  adminToken: string | AdminCredentials,
 ): Promise<void> => {
   await app.register(async (scope) => {
     const family = authenticatedApiFamily(scope, {

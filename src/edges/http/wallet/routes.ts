@@ -9,6 +9,7 @@ import type { WalletReads } from '../../../projections/wallet/reads.js';
 import { authenticatedApiFamily, publicApiFamily } from '../api-family.js';
 import { parseBody } from '../body.js';
 import {
+  type AdminCredentials,
   actorOf,
   authenticate,
   type Principal,
@@ -76,7 +77,7 @@ export interface WalletHttpDeps {
 export const registerWalletRoutes = async (
   app: FastifyInstance,
   deps: WalletHttpDeps,
-  adminToken: string,
+  adminToken: string | AdminCredentials,
 ): Promise<void> => {
   // The manager and administrator routes: the caller is authenticated before the body is read.
   await app.register(async (scope) => {
@@ -178,6 +179,48 @@ const walletRoutes = (
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="wallet-${workspaceId}-ledger.csv"`)
       .send(Readable.from(ledgerCsv(ledger, workspaceId)));
+  });
+
+  /**
+   * The console's reads of the wallet (its wallet page; SPEC 4.6 lists the CSV export, these
+   * are its JSON pages): the ledger newest first with the running balance, the active holds that
+   * make up held_usd, and the top-ups with their status. Members read, as for the balance.
+   */
+  const pageQuery = (request: FastifyRequest, max: number) => {
+    const q = request.query as Record<string, unknown>;
+    const limit = q.limit === undefined ? 50 : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > max)
+      throw new ServiceError('bad_request', `limit must be an integer from 1 to ${max}`, { param: 'limit' });
+    let before: number | null = null;
+    if (q.before !== undefined) {
+      before = typeof q.before === 'string' && /^[1-9]\d{0,15}$/.test(q.before) ? Number(q.before) : NaN;
+      if (!Number.isSafeInteger(before))
+        throw new ServiceError('bad_request', 'before must be a ledger position (a positive integer)', {
+          param: 'before',
+        });
+    }
+    return { limit, before };
+  };
+  app.get('/api/workspaces/:workspace_id/wallet/transactions', async (request) => {
+    const { workspaceId } = await workspaceFor(request, 'member');
+    const { limit, before } = pageQuery(request, 200);
+    const page = await ledger.ledgerPageBefore(workspaceId, before, limit);
+    return {
+      workspace_id: workspaceId,
+      data: page.data,
+      has_more: page.has_more,
+      next_before: page.has_more ? (page.data.at(-1)?.position ?? null) : null,
+    };
+  });
+  app.get('/api/workspaces/:workspace_id/wallet/holds', async (request) => {
+    const { workspaceId } = await workspaceFor(request, 'member');
+    const { limit } = pageQuery(request, 200);
+    return { workspace_id: workspaceId, ...(await ledger.activeHolds(workspaceId, limit)) };
+  });
+  app.get('/api/workspaces/:workspace_id/wallet/topups', async (request) => {
+    const { workspaceId } = await workspaceFor(request, 'member');
+    const { limit } = pageQuery(request, 100);
+    return { workspace_id: workspaceId, data: await ledger.topUps(workspaceId, limit) };
   });
 
   app.get('/api/workspaces/:workspace_id/wallet/auto-refill', async (request) => {
