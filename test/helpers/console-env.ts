@@ -21,13 +21,15 @@ export interface ConsoleEnv {
   /** A session token obtained through the real sign-in flow (for clients other than the browser). */
   signInToken(): Promise<string>;
   /** `n` chat requests, each in `sessionId` when given; answers their request ids. */
-  chat(n: number, sessionId?: string): Promise<string[]>;
+  chat(n: number, sessionId?: string, headers?: Record<string, string>): Promise<string[]>;
   stop(): Promise<void>;
 }
 
 const PAYMENT_KEY = 'sk_test_console';
 export const WEBHOOK_SECRET = 'whsec_console_test';
 export const PUBLISHABLE_KEY = 'pk_test_console';
+/** A console user whose sessions act as the platform administrator (SVC_PLATFORM_ADMINS). */
+export const ADMIN_EMAIL = 'ops@example.com';
 
 export const startConsoleEnv = async (): Promise<ConsoleEnv> => {
   const upstream = await startFakeOpenAI();
@@ -38,10 +40,21 @@ export const startConsoleEnv = async (): Promise<ConsoleEnv> => {
     SVC_PAYMENT_WEBHOOK_SECRET: WEBHOOK_SECRET,
     SVC_PAYMENT_PUBLISHABLE_KEY: PUBLISHABLE_KEY,
     SVC_PAYMENT_API_BASE: payments.url,
+    SVC_PLATFORM_ADMINS: ADMIN_EMAIL,
   });
   const gw = svc.gw;
   const email = 'ada@example.com';
   await gw.svc(['users', 'add', '--email', email, '--workspace', gw.boot.workspace_id, '--role', 'manager']);
+  await gw.svc([
+    'users',
+    'add',
+    '--email',
+    ADMIN_EMAIL,
+    '--workspace',
+    gw.boot.workspace_id,
+    '--role',
+    'member',
+  ]);
   // Wallet traffic: a platform key and funds, so every request holds, settles and shows a cost.
   await addOpenAiEndpoint(gw, upstream.url, { model: 'gpt-4o-mini', connection: false });
   await gw.svc([
@@ -68,13 +81,13 @@ export const startConsoleEnv = async (): Promise<ConsoleEnv> => {
     'console-env-funds',
   ]);
   const openai = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${svc.base}/v1`, maxRetries: 0 });
-  const chat = async (n: number, sessionId?: string) => {
+  const chat = async (n: number, sessionId?: string, headers: Record<string, string> = {}) => {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
       const { response } = await openai.chat.completions
         .create(
           { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `console request ${i}` }] },
-          sessionId ? { headers: { 'x-svc-session-id': sessionId } } : {},
+          { headers: { ...headers, ...(sessionId ? { 'x-svc-session-id': sessionId } : {}) } },
         )
         .withResponse();
       ids.push(response.headers.get('x-svc-request-id') ?? '');

@@ -80,6 +80,8 @@ export interface ConsoleSession {
   user: { user_id: string; email: string };
   expires_at: string;
   csrf_token: string;
+  /** A platform administrator's session (SVC_PLATFORM_ADMINS): grants and operator settings. */
+  admin: boolean;
   workspaces: { workspace_id: string; name: string; role: 'manager' | 'member' }[];
 }
 

@@ -3,7 +3,7 @@
  * sessions, traces, usage, wallet, keys and connections through the service's own routes.
  */
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, type ConsoleSession, setCsrfToken } from './api';
 import { ConnectionsPage } from './pages/connections';
 import { KeysPage } from './pages/keys';
@@ -59,10 +59,13 @@ const ScopePicker = () => {
 const Shell = (props: { session: ConsoleSession }) => {
   const { path } = useLocation();
   const current = NAV.find((n) => path === n.to || path.startsWith(`${n.to}/`)) ?? null;
+  const first = useRef(true);
   useEffect(() => {
     if (!current) navigate('/requests', true);
-    // Focus the new page's heading so keyboard and screen-reader users land on it.
-    document.getElementById('page-title')?.focus();
+    // After a navigation (not the first load, where Tab starts at the skip link), focus the new
+    // page's heading so keyboard and screen-reader users land on it.
+    if (first.current) first.current = false;
+    else document.getElementById('page-title')?.focus();
   }, [current]);
   const Page = current?.page ?? RequestsPage;
   const signOut = async () => {

@@ -12,7 +12,7 @@ let nextId = 0;
  * siblings rendered at different times (the scope picker and a page gave P0-0 to both), so a
  * module counter is used instead.
  */
-const useId = (): string => useState(() => `f${++nextId}`)[0];
+export const useId = (): string => useState(() => `f${++nextId}`)[0];
 
 export const Page = (props: { title: string; children: ComponentChildren; actions?: ComponentChildren }) => {
   useEffect(() => {
@@ -72,10 +72,13 @@ type InputProps = Omit<JSX.InputHTMLAttributes<HTMLInputElement>, 'onInput' | 'v
   onValue: (v: string) => void;
   type?: string;
   hint?: string;
+  /** What is wrong with the value; shown under the field and announced with it. */
+  error?: string | undefined;
 };
 
-export const TextField = ({ label, value, onValue, hint, ...rest }: InputProps) => {
+export const TextField = ({ label, value, onValue, hint, error, ...rest }: InputProps) => {
   const id = useId();
+  const described = [error ? `${id}-err` : '', hint ? `${id}-hint` : ''].filter(Boolean).join(' ');
   return (
     <div class="field">
       <label for={id}>{label}</label>
@@ -83,9 +86,15 @@ export const TextField = ({ label, value, onValue, hint, ...rest }: InputProps) 
         id={id}
         value={value}
         onInput={(e) => onValue((e.currentTarget as HTMLInputElement).value)}
-        aria-describedby={hint ? `${id}-hint` : undefined}
+        aria-describedby={described || undefined}
+        {...(error ? { 'aria-invalid': true } : {})}
         {...rest}
       />
+      {error ? (
+        <small id={`${id}-err`} class="field-error">
+          {error}
+        </small>
+      ) : null}
       {hint ? (
         <small id={`${id}-hint`} class="muted">
           {hint}
