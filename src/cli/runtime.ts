@@ -140,3 +140,12 @@ export const withEventStore = async <T>(
     await db.close();
   }
 };
+
+/**
+ * This deployment's own HTTP address as a client on this machine dials it: a wildcard listener
+ * (0.0.0.0, ::) answers on loopback; an IPv6 host is bracketed.
+ */
+export const ownHttpUrl = (host: string, port: number): string => {
+  const h = ['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+};

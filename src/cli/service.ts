@@ -3,7 +3,7 @@ import { type Logger, pino } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ChannelEngine } from '../analytics/chdb/channel.js';
 import type { AnalyticsStore } from '../analytics/port.js';
-import type { Config } from '../config/config.js';
+import { type Config, platformAdminEmails } from '../config/config.js';
 import { bindGrpc, createGrpcServer, type GrpcServer } from '../edges/grpc/server.js';
 import { createHttpServer } from '../edges/http/server.js';
 import type { Bus } from '../events/bus.js';
@@ -18,7 +18,7 @@ import { ROLE_FACTORIES } from '../roles/index.js';
 import { ROLE_NAMES, type Role, type RoleName } from '../roles/role.js';
 import { type DataProcess, splitRoles, startDataProcess } from './data-process.js';
 import { CliError } from './output.js';
-import { type Database, dataDirOf, loadSecrets, openDatabase, type Secrets } from './runtime.js';
+import { type Database, dataDirOf, loadSecrets, openDatabase, ownHttpUrl, type Secrets } from './runtime.js';
 import { ANALYTICS_DATABASE, openAnalytics, openBus, openObjects } from './storage.js';
 
 export interface RunningService {
@@ -196,6 +196,7 @@ export const startService = async (
       metrics,
       health,
       adminToken: secrets.adminToken,
+      platformAdmins: platformAdminEmails(config),
       masterKey: secrets.masterKey,
     };
 
@@ -237,9 +238,8 @@ export const startService = async (
       await role.start?.();
     }
     checkpoint();
-    const host = config.SVC_HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.SVC_HTTP_HOST;
     return {
-      httpUrl: listen ? `http://${host}:${httpPort}` : '',
+      httpUrl: listen ? ownHttpUrl(config.SVC_HTTP_HOST, httpPort) : '',
       httpPort,
       grpcPort,
       roles: [...roles.map((r) => r.name), ...split.child],

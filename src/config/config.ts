@@ -208,6 +208,10 @@ export const configSchema = z.object({
 
 export type Config = z.infer<typeof configSchema>;
 
+/** Whether a signed-in user (by the e-mail their provider verified) is a platform administrator. */
+export const isPlatformAdmin = (admins: ReadonlySet<string>, email: string): boolean =>
+  admins.has(email.trim().toLowerCase());
+
 /** SVC_PLATFORM_ADMINS as lower-case addresses. */
 export const platformAdminEmails = (config: Pick<Config, 'SVC_PLATFORM_ADMINS'>): ReadonlySet<string> =>
   new Set(

@@ -1,3 +1,4 @@
+import { isPlatformAdmin } from '../config/config.js';
 import { bearerToken } from '../lib/bearer.js';
 import { safeEqual } from '../lib/crypto.js';
 import { ServiceError } from '../lib/errors.js';
@@ -15,7 +16,7 @@ export const SERVICE_API_KEY_PREFIX = 'svc_sk_';
 export const DEVELOPER_TOKEN_PREFIX = 'svc_dev_';
 
 export type Caller =
-  | { kind: 'admin' }
+  | { kind: 'admin'; userId?: string }
   | { kind: 'session'; userId: string; workspaces: ReadonlySet<string> }
   | { kind: 'developer'; userId: string; orgId: string; projectId: string | null };
 
@@ -57,7 +58,8 @@ export const identify = async (deps: ScopeDeps, authorization: string | undefine
   }
   const session = await deps.reads.sessionPrincipal(token, (deps.now ?? (() => new Date()))());
   if (!session) throw new ServiceError('unauthenticated', 'invalid or expired session token');
-  if (deps.platformAdmins?.has(session.email.toLowerCase())) return { kind: 'admin' };
+  if (deps.platformAdmins && isPlatformAdmin(deps.platformAdmins, session.email))
+    return { kind: 'admin', userId: session.user_id };
   return { kind: 'session', userId: session.user_id, workspaces: new Set(session.memberships.keys()) };
 };
 

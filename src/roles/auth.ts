@@ -6,9 +6,10 @@ import { AuthCommands } from '../commands/auth/service.js';
 import { Sessions } from '../commands/auth/sessions.js';
 import { SignIn } from '../commands/auth/sign-in.js';
 import { SignInLinks } from '../commands/auth/sign-in-links.js';
-import { type Config, platformAdminEmails } from '../config/config.js';
+import type { Config } from '../config/config.js';
 import { addAuthService } from '../edges/grpc/auth.js';
 import { registerAuthRoutes } from '../edges/http/auth/routes.js';
+import { overTls } from '../edges/http/session-credential.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { authProjection } from '../projections/auth/projection.js';
@@ -57,6 +58,7 @@ export const authRole = (ctx: RoleContext): Role => {
   const auth = makeAuth(ctx.eventStore, ctx.pool, ctx.masterKey);
   const providers = ctx.config.SVC_OIDC_PROVIDERS;
   const sessions = new Sessions(auth.controlPlane, auth.reads, auth.controlPlane.reads);
+  const httpsProvider = Object.values(providers).some((p) => new URL(p.redirect_uri).protocol === 'https:');
   return {
     name: 'auth',
     // VerifyApiKey answers from the process's API-key cache (shared with the gateway's).
@@ -82,10 +84,9 @@ export const authRole = (ctx: RoleContext): Role => {
         links: auth.links,
         sessionTtlMs: ctx.config.SVC_AUTH_SESSION_TTL_SECONDS * 1_000,
         providers: () => Object.keys(providers),
-        platformAdmins: platformAdminEmails(ctx.config),
-        secureCookies: (provider) =>
-          Object.hasOwn(providers, provider) &&
-          new URL(providers[provider]!.redirect_uri).protocol === 'https:',
+        platformAdmins: ctx.platformAdmins,
+        // Secure when the browser is on TLS, or when any provider sends it back to an https URI.
+        secureCookies: (request) => overTls(request) || httpsProvider,
       }),
   };
 };

@@ -1,5 +1,6 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { browserPaymentOrigin } from '../commands/wallet/stripe.js';
 import { registerApiProxy, rewriteQueryAlias } from '../edges/http/console/proxy.js';
 import { loadConsoleApp, registerConsoleApp } from '../edges/http/console/static.js';
 import type { Role, RoleContext, RoleName } from './role.js';
@@ -27,11 +28,16 @@ export const consoleRole = async (ctx: RoleContext): Promise<Role> => {
       `the console role runs without the ${elsewhere.join(', ')} role(s) here: set SVC_CONSOLE_API_URL to the base URL that serves them`,
     );
   const queryHere = ctx.roles.includes('query');
+  // A top-up's browser step confirms the payment intent at the provider with the publishable key.
+  const paymentOrigin =
+    ctx.config.SVC_PAYMENT_API_KEY && ctx.config.SVC_PAYMENT_PUBLISHABLE_KEY
+      ? browserPaymentOrigin(ctx.config.SVC_PAYMENT_API_BASE)
+      : null;
   return {
     name: 'console',
     ...(queryHere ? { rewriteUrl: rewriteQueryAlias } : {}),
     http: (app) => {
-      registerConsoleApp(app, built);
+      registerConsoleApp(app, built, { connect: paymentOrigin ? [paymentOrigin] : [] });
       if (upstream && elsewhere.length > 0) registerApiProxy(app, { upstream, query: !queryHere });
     },
   };

@@ -1,5 +1,4 @@
 import { type ControlPlaneCommands, controlPlaneCommands } from '../commands/control-plane/commands.js';
-import { platformAdminEmails } from '../config/config.js';
 import { addControlPlaneServices } from '../edges/grpc/control-plane.js';
 import { registerControlPlaneRoutes } from '../edges/http/control-plane/routes.js';
 import type { EventStore } from '../events/event-store.js';
@@ -59,7 +58,7 @@ export const controlPlaneRole = (ctx: RoleContext): Role => {
     http: async (app) => {
       await registerControlPlaneRoutes(app, cp, cp.reads, {
         token: ctx.adminToken,
-        emails: platformAdminEmails(ctx.config),
+        emails: ctx.platformAdmins,
       });
       await wallets.http(app);
     },

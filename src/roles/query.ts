@@ -1,4 +1,3 @@
-import { platformAdminEmails } from '../config/config.js';
 import { addQueryService } from '../edges/grpc/query.js';
 import { registerQueryRoutes } from '../edges/http/query/routes.js';
 import { developerTokenVerifier } from '../projections/auth/reads.js';
@@ -33,7 +32,7 @@ export const queryRole = (ctx: RoleContext): Role => {
         reads,
         verifyDeveloperToken: developerTokenVerifier(ctx.pool),
         adminToken: ctx.adminToken,
-        platformAdmins: platformAdminEmails(ctx.config),
+        platformAdmins: ctx.platformAdmins,
         analytics,
         objects: ctx.objects,
         pool: ctx.pool,

@@ -46,6 +46,8 @@ export interface RoleContext {
   metrics: Registry;
   health: HealthRegistry;
   adminToken: string;
+  /** SVC_PLATFORM_ADMINS: users whose console sessions act as the platform administrator. */
+  platformAdmins: ReadonlySet<string>;
   masterKey: Buffer;
   /** Every role of this `svc serve`, its data process's included. */
   roles: readonly RoleName[];

@@ -4,7 +4,7 @@ import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
 import { WalletCommands } from '../commands/wallet/service.js';
 import { settlement } from '../commands/wallet/settlement.js';
 import { paymentsFromConfig } from '../commands/wallet/stripe.js';
-import { type Config, platformAdminEmails } from '../config/config.js';
+import type { Config } from '../config/config.js';
 import { registerWalletRoutes } from '../edges/http/wallet/routes.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
@@ -78,7 +78,7 @@ export const walletControlPlane = (ctx: RoleContext, reads: ControlPlaneReads) =
       registerWalletRoutes(
         app,
         { commands: wallet, ledger: wallet.reads, controlPlane: reads },
-        { token: ctx.adminToken, emails: platformAdminEmails(ctx.config) },
+        { token: ctx.adminToken, emails: ctx.platformAdmins },
       ),
     start: () => jobs.start(),
     stop: () => jobs.stop(),

@@ -233,6 +233,25 @@ describe.skipIf(!executable)('the console in Chromium', () => {
     expect(names).toEqual(['Requests', 'Sessions', 'Traces', 'Usage', 'Wallet', 'Keys', 'Connections']);
   });
 
+  it('tops up the wallet through the payment provider browser step (publishable key, fake payment API)', async () => {
+    const ws = env.svc.gw.boot.workspace_id;
+    const balance = async () =>
+      (await api<{ balance_usd: string }>(`/api/workspaces/${ws}/wallet`)).balance_usd;
+    const before = await balance();
+    await open('/wallet', 'Wallet');
+    const topUp = page.locator('section.card').filter({ has: page.getByRole('heading', { name: 'Top up' }) });
+    await topUp.getByLabel('Amount (USD)').fill('5.00');
+    await topUp.getByRole('button', { name: /top-up/i }).click();
+    await page.getByTestId('topup-pay').click();
+    await page.getByText('paid and credited to the wallet').waitFor({ timeout: 20_000 });
+    expect(atto(await balance()) - atto(before)).toBe(atto('5.00'));
+    // The browser step used the publishable key, never the secret key.
+    const confirm = env.payments.requests.find((r) => r.path.endsWith('/confirm'))!;
+    expect(confirm.form.key).toBe('pk_test_console');
+    expect(confirm.apiKey).toBeUndefined();
+    await shot('wallet-topup');
+  });
+
   it('a platform administrator (SVC_PLATFORM_ADMINS) grants credit from the wallet page; a manager cannot', async () => {
     const ws = env.svc.gw.boot.workspace_id;
     const balance = async () =>
@@ -261,10 +280,14 @@ describe.skipIf(!executable)('the console in Chromium', () => {
     try {
       const adminPage = await adminContext.newPage();
       await adminPage.goto(url);
+      await adminPage.getByRole('button', { name: 'Continue' }).click();
       await adminPage.getByRole('heading', { level: 1, name: 'Wallet' }).waitFor();
-      await adminPage.getByLabel('Amount (USD)').fill('2.50');
-      await adminPage.getByLabel('Reason').fill('console e2e grant');
-      await adminPage.getByRole('button', { name: 'Grant credit' }).click();
+      const grants = adminPage
+        .locator('section.card')
+        .filter({ has: adminPage.getByRole('heading', { name: 'Grants' }) });
+      await grants.getByLabel('Amount (USD)').fill('2.50');
+      await grants.getByLabel('Reason').fill('console e2e grant');
+      await grants.getByRole('button', { name: 'Grant credit' }).click();
       await adminPage.getByText(/^Granted \$2\.50/).waitFor();
       await adminPage.screenshot({ path: join(shots, 'wallet-admin-grant.png'), fullPage: true });
     } finally {

@@ -3,8 +3,8 @@ import { Browser } from '../fakes/oidc-provider-browser.js';
 import { type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
 import { type ServeProcess, startServe } from '../helpers/svc-process.js';
 
-// ARCHITECTURE.md console role, issue "Console" point 1: the console on a port (process) of its
-// own, the API roles elsewhere. A browser talks to the console process only: sign-in link, session,
+// ARCHITECTURE.md console role (SPEC 4.4-4.6): the console on a port (process) of its own, the
+// API roles elsewhere. A browser talks to the console process only: sign-in link, session,
 // query routes under /api/query/**, a CSRF-checked change and sign-out all cross the proxy.
 
 let api: GatewayEnv;
@@ -45,7 +45,14 @@ describe('a console process apart from the API roles', () => {
     };
     const browser = new Browser();
     const opened = await browser.request(url);
-    expect(opened.status).toBe(302);
+    expect(opened.status).toBe(303);
+    const token = new URL(url).searchParams.get('token');
+    const used = await browser.request(`${base}/api/session/link`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: base },
+      body: JSON.stringify({ token }),
+    });
+    expect(used.status).toBe(200);
     expect(browser.cookie('svc_session', `${base}/api/session`)).toBeDefined();
 
     const me = await browser.request(`${base}/api/session`);

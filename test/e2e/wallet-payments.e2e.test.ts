@@ -100,6 +100,8 @@ describe('payments configuration', () => {
       enabled: true,
       provider: 'stripe',
       publishable_key: PUBLISHABLE,
+      // The browser confirms at the provider's origin: the fake's here (SVC_PAYMENT_API_BASE).
+      api_base: new URL(fake.url).origin,
       currency: 'USD',
     });
     expect(r.text).not.toContain(API_KEY);

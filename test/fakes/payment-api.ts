@@ -49,6 +49,11 @@ export interface FakePaymentApi {
   readonly refunds: readonly FakeRefund[];
   /** Marks the intent paid and returns its payment_intent.succeeded event, as JSON text. */
   succeed(paymentIntentId: string, options?: { eventId?: string }): string;
+  /**
+   * Where the browser confirm step (POST /v1/payment_intents/:id/confirm with the publishable key,
+   * as Stripe.js sends it) delivers its signed payment_intent.succeeded webhook.
+   */
+  deliverWebhooksTo(url: string, secret: string): void;
   /** A webhook delivery of `payload` signed with `secret` at `timestamp` (seconds; default now). */
   sign(payload: string, secret: string, timestamp?: number): string;
   close(): Promise<void>;
@@ -77,11 +82,34 @@ const stripeError = (res: ServerResponse, status: number, message: string, param
   res.end(JSON.stringify({ error: { type: 'invalid_request_error', message, ...(param ? { param } : {}) } }));
 };
 
-export const startFakePaymentApi = async (options: { apiKey?: string } = {}): Promise<FakePaymentApi> => {
+export const startFakePaymentApi = async (
+  options: { apiKey?: string; publishableKey?: string } = {},
+): Promise<FakePaymentApi> => {
   const requests: PaymentApiRequest[] = [];
+  let webhookTarget: { url: string; secret: string } | null = null;
   const intents = new Map<string, FakePaymentIntent>();
   const refunds: FakeRefund[] = [];
   const replies = new Map<string, { status: number; body: string }>();
+
+  const succeed = (paymentIntentId: string, opts: { eventId?: string } = {}): string => {
+    const intent = intents.get(paymentIntentId);
+    if (!intent) throw new Error(`no payment intent ${paymentIntentId}`);
+    intent.status = 'succeeded';
+    intent.amount_received = intent.amount;
+    return JSON.stringify({
+      id: opts.eventId ?? id('evt'),
+      object: 'event',
+      api_version: '2025-01-01',
+      created: now(),
+      livemode: false,
+      pending_webhooks: 1,
+      request: { id: null, idempotency_key: null },
+      type: 'payment_intent.succeeded',
+      data: { object: intent },
+    });
+  };
+  const sign = (payload: string, secret: string, timestamp?: number): string =>
+    Stripe.webhooks.generateTestHeaderString({ payload, secret, ...(timestamp ? { timestamp } : {}) });
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -91,6 +119,41 @@ export const startFakePaymentApi = async (options: { apiKey?: string } = {}): Pr
     const idempotencyKey = req.headers['idempotency-key'] as string | undefined;
     const form = parseForm(Buffer.concat(chunks).toString('utf8'));
     requests.push({ method: req.method ?? 'GET', path: url.pathname, form, idempotencyKey, apiKey });
+
+    // The browser's step (Stripe.js's wire): CORS, the publishable key and the intent's client
+    // secret as form fields, never the secret key.
+    res.setHeader('access-control-allow-origin', '*');
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, {
+        'access-control-allow-methods': 'POST',
+        'access-control-allow-headers': 'content-type',
+      });
+      return res.end();
+    }
+    const confirm = /^\/v1\/payment_intents\/([^/]+)\/confirm$/.exec(url.pathname);
+    if (req.method === 'POST' && confirm) {
+      if (!options.publishableKey || form.key !== options.publishableKey)
+        return stripeError(res, 401, 'Invalid publishable key provided');
+      const intent = intents.get(confirm[1]!);
+      if (!intent || form.client_secret !== intent.client_secret)
+        return stripeError(res, 404, 'No such payment_intent', 'client_secret');
+      if (typeof form.payment_method !== 'string' || !form.payment_method.startsWith('pm_'))
+        return stripeError(res, 400, 'A payment method is required', 'payment_method');
+      const event = succeed(intent.id);
+      if (webhookTarget) {
+        const target = webhookTarget;
+        // Delivered after the answer, as the provider does.
+        setTimeout(() => {
+          void fetch(target.url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'stripe-signature': sign(event, target.secret) },
+            body: event,
+          }).catch(() => undefined);
+        }, 10);
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify(intent));
+    }
     if (options.apiKey && apiKey !== options.apiKey) return stripeError(res, 401, 'Invalid API Key provided');
 
     const replayKey = idempotencyKey ? `${req.method} ${url.pathname} ${idempotencyKey}` : null;
@@ -170,25 +233,11 @@ export const startFakePaymentApi = async (options: { apiKey?: string } = {}): Pr
     requests,
     intents,
     refunds,
-    succeed: (paymentIntentId, opts = {}) => {
-      const intent = intents.get(paymentIntentId);
-      if (!intent) throw new Error(`no payment intent ${paymentIntentId}`);
-      intent.status = 'succeeded';
-      intent.amount_received = intent.amount;
-      return JSON.stringify({
-        id: opts.eventId ?? id('evt'),
-        object: 'event',
-        api_version: '2025-01-01',
-        created: now(),
-        livemode: false,
-        pending_webhooks: 1,
-        request: { id: null, idempotency_key: null },
-        type: 'payment_intent.succeeded',
-        data: { object: intent },
-      });
+    succeed,
+    sign,
+    deliverWebhooksTo: (url, secret) => {
+      webhookTarget = { url, secret };
     },
-    sign: (payload, secret, timestamp) =>
-      Stripe.webhooks.generateTestHeaderString({ payload, secret, ...(timestamp ? { timestamp } : {}) }),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 };

@@ -33,7 +33,7 @@ export const ADMIN_EMAIL = 'ops@example.com';
 
 export const startConsoleEnv = async (): Promise<ConsoleEnv> => {
   const upstream = await startFakeOpenAI();
-  const payments = await startFakePaymentApi({ apiKey: PAYMENT_KEY });
+  const payments = await startFakePaymentApi({ apiKey: PAYMENT_KEY, publishableKey: PUBLISHABLE_KEY });
   const svc = await startOidcSvc({
     SVC_LOG_LEVEL: 'error',
     SVC_PAYMENT_API_KEY: PAYMENT_KEY,
@@ -43,6 +43,8 @@ export const startConsoleEnv = async (): Promise<ConsoleEnv> => {
     SVC_PLATFORM_ADMINS: ADMIN_EMAIL,
   });
   const gw = svc.gw;
+  // The provider's webhook for a payment the console's browser step confirms.
+  payments.deliverWebhooksTo(`${svc.base}/api/payments/webhooks/stripe`, WEBHOOK_SECRET);
   const email = 'ada@example.com';
   await gw.svc(['users', 'add', '--email', email, '--workspace', gw.boot.workspace_id, '--role', 'manager']);
   await gw.svc([

@@ -17,7 +17,8 @@ import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js
 // in this checkout's node_modules.
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const RUNTIME_FILES = ['bin', 'src', 'migrations', 'proto', 'package.json', 'package-lock.json'];
+// scripts and web: npm ci's prepare step builds the console (web/console) with scripts/build-console.mjs.
+const RUNTIME_FILES = ['bin', 'src', 'migrations', 'proto', 'scripts', 'web', 'package.json', 'package-lock.json'];
 
 let slim: string;
 let bin: string;

@@ -3,19 +3,13 @@ import type { Config } from '../../config/config.js';
 import { safeReturnPath } from '../../edges/http/auth/return-to.js';
 import { makeAuth } from '../../roles/auth.js';
 import { CliError, emit } from '../output.js';
-import { withEventStore } from '../runtime.js';
+import { ownHttpUrl, withEventStore } from '../runtime.js';
 import { parseTtl } from './tenancy.js';
 
 type Auth = ReturnType<typeof makeAuth>;
 
 const withAuth = <T>(fn: (auth: Auth, config: Config) => Promise<T>): Promise<T> =>
   withEventStore(({ store, db, secrets, config }) => fn(makeAuth(store, db.pool, secrets.masterKey), config));
-
-/** This deployment's own address as `svc serve` listens on it (0.0.0.0 and :: answer on loopback). */
-const ownUrl = (config: Config): string => {
-  const host = ['0.0.0.0', '::', ''].includes(config.SVC_HTTP_HOST) ? '127.0.0.1' : config.SVC_HTTP_HOST;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${config.SVC_HTTP_PORT}`;
-};
 
 const positiveInteger = (value: string, flag: string): number => {
   if (!/^\d+$/.test(value.trim()) || Number(value) < 1)
@@ -45,7 +39,7 @@ export const registerAuthCommands = (program: Command): void => {
       const returnTo = safeReturnPath(opts.returnTo);
       const out = await withAuth(async (auth, config) => {
         const link = await auth.links.create({ id: 'cli' }, { email: opts.email, returnTo, ttlMs });
-        const base = (opts.url ?? ownUrl(config)).replace(/\/+$/, '');
+        const base = (opts.url ?? ownHttpUrl(config.SVC_HTTP_HOST, config.SVC_HTTP_PORT)).replace(/\/+$/, '');
         return {
           url: `${base}/api/session/link?token=${encodeURIComponent(link.token)}`,
           email: link.email,

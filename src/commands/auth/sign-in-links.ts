@@ -58,7 +58,19 @@ export class SignInLinks {
     );
     const link = rows[0];
     if (!link || link.expires_at <= this.clock()) return null;
-    const session = await this.users.issueSession({ id: link.created_by }, link.email, sessionTtlMs);
-    return { ...session, return_to: link.return_to };
+    try {
+      const session = await this.users.issueSession({ id: link.created_by }, link.email, sessionTtlMs);
+      return { ...session, return_to: link.return_to };
+    } catch (err) {
+      // Not used after all: the link is put back for another try (a user removed meanwhile stays refused).
+      await this.pool
+        .query(
+          `INSERT INTO auth_sign_in_links (link_hash, email, return_to, created_by, created_at, expires_at)
+           VALUES ($1, $2, $3, $4, now(), $5) ON CONFLICT DO NOTHING`,
+          [hashSecret(token), link.email, link.return_to, link.created_by, link.expires_at],
+        )
+        .catch(() => undefined);
+      throw err;
+    }
   }
 }

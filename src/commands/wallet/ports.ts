@@ -26,6 +26,8 @@ export interface EscrowPort {
 export interface PaymentProvider {
   readonly name: string;
   readonly publishableKey: string | null;
+  /** The provider's API origin a browser confirms payments at with the publishable key. */
+  readonly browserApiBase: string;
   createPaymentIntent(input: {
     amountCents: number;
     workspaceId: string;

@@ -41,8 +41,16 @@ const providerError = (what: string, err: unknown): ServiceError =>
     cause: err,
   });
 
+/** Where Stripe.js confirms a payment intent (the browser's half of a top-up). */
+const STRIPE_API = 'https://api.stripe.com';
+
+/** The origin a browser confirms payments at: SVC_PAYMENT_API_BASE's, else Stripe's. */
+export const browserPaymentOrigin = (apiBase: string | undefined): string =>
+  apiBase ? new URL(apiBase).origin : STRIPE_API;
+
 export class StripePayments implements PaymentProvider {
   readonly name = 'stripe';
+  readonly browserApiBase: string;
   private readonly stripe: Stripe;
 
   constructor(
@@ -51,6 +59,7 @@ export class StripePayments implements PaymentProvider {
     readonly publishableKey: string | null,
     apiBase?: string,
   ) {
+    this.browserApiBase = browserPaymentOrigin(apiBase);
     this.stripe = new Stripe(apiKey, {
       ...stripeHostOptions(apiBase),
       maxNetworkRetries: 2,

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { bearerToken } from '../../lib/bearer.js';
 import { safeEqual } from '../../lib/crypto.js';
 import { ServiceError } from '../../lib/errors.js';
-import { parseCookies } from './auth/cookies.js';
+import { parseCookies } from './cookies.js';
 
 /**
  * How a browser's console session reaches the `/api` routes (SPEC 4.4-4.6, 5): the OIDC callback
@@ -32,8 +32,15 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
   return typeof v === 'string' ? v : undefined;
 };
 
+/**
+ * Whether the browser reached this service over TLS: here, or at a proxy in front that says so
+ * (`x-forwarded-proto`). The session cookies are `Secure` then; a false claim only adds the flag.
+ */
+export const overTls = (request: FastifyRequest): boolean =>
+  request.protocol === 'https' || /^\s*https\s*(,|$)/i.test(header(request, 'x-forwarded-proto') ?? '');
+
 /** True when the browser says the request came from another site than the one it is sent to. */
-const crossSite = (request: FastifyRequest): boolean => {
+export const crossSite = (request: FastifyRequest): boolean => {
   const fetchSite = header(request, 'sec-fetch-site');
   if (fetchSite === 'cross-site') return true;
   const origin = header(request, 'origin');
@@ -53,8 +60,16 @@ const crossSite = (request: FastifyRequest): boolean => {
  */
 export const credentialOf = (request: FastifyRequest): string | null => {
   if (request.headers.authorization !== undefined) return bearerToken(request.headers.authorization);
-  const cookie = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
+  const cookies = parseCookies(request.headers.cookie);
+  const cookie = cookies.get(SESSION_COOKIE);
   if (!cookie) return null;
+  // Two session cookies means one was planted (a sibling subdomain can set one for a wider domain
+  // or a longer path): neither is trusted, so a browser cannot be switched into another session.
+  if (cookies.count(SESSION_COOKIE) > 1)
+    throw new ServiceError(
+      'unauthenticated',
+      "more than one console session cookie was sent: clear this site's cookies and sign in again",
+    );
   if (crossSite(request))
     throw new ServiceError('forbidden', 'a console session cannot be used from another site');
   if (!SAFE_METHODS.has(request.method)) {

@@ -6,7 +6,7 @@ import type {
   WalletLedger,
   WalletTransaction,
 } from '../../commands/wallet/ports.js';
-import type { Pool } from '../../events/postgres/pool.js';
+import { type Pool, type PoolClient, withTransaction } from '../../events/postgres/pool.js';
 import { addUsd, formatUsd, parseUsd, subUsd, ZERO_USD } from '../../lib/money.js';
 
 /** numeric(38,18) arrives as text with trailing zeros; the API shows the canonical decimal. */
@@ -50,6 +50,28 @@ const toTransaction = (r: WalletTransaction & { created_at: Date | string }): Wa
  * top-ups, auto-refill settings and the ledger export; it answers the wallet commands' questions
  * (WalletLedger) and reconciliation's (UncreditedPayments).
  */
+/**
+ * The ledger's lines (SPEC 2.9): credits and refunds (refunds negative) beside settled charges
+ * (negative), by position, after or before $2, at most $3; the CSV export and the console's pages
+ * read the same lines.
+ */
+const ledgerLines = (side: 'after' | 'before'): string => {
+  const [cmp, order] = side === 'after' ? ['>', 'ASC'] : ['<', 'DESC'];
+  return `(SELECT position, created_at AS occurred_at, type AS kind, transaction_id AS id,
+               CASE WHEN type = 'refund' THEN -amount_usd ELSE amount_usd END AS amount_usd, actor,
+               coalesce(payment_intent_id, idempotency_key) AS reference, reason
+          FROM workspace_wallet_transactions WHERE workspace_id = $1 AND position ${cmp} $2
+         ORDER BY position ${order} LIMIT $3)
+       UNION ALL
+       (SELECT position, settled_at, 'charge', request_id, -charged_usd, NULL, billing_status, NULL
+          FROM workspace_wallet_charges WHERE workspace_id = $1 AND position ${cmp} $2
+         ORDER BY position ${order} LIMIT $3)
+       ORDER BY position ${order} LIMIT $3`;
+};
+
+/** What a page query needs: the pool, or one client inside a transaction. */
+type Queryable = Pick<PoolClient, 'query'>;
+
 export class WalletReads implements WalletLedger, UncreditedPayments {
   constructor(private readonly pool: Pool) {}
 
@@ -158,19 +180,7 @@ export class WalletReads implements WalletLedger, UncreditedPayments {
       actor: string | null;
       reference: string | null;
       reason: string | null;
-    }>(
-      `(SELECT position, created_at AS occurred_at, type AS kind, transaction_id AS id,
-               CASE WHEN type = 'refund' THEN -amount_usd ELSE amount_usd END AS amount_usd, actor,
-               coalesce(payment_intent_id, idempotency_key) AS reference, reason
-          FROM workspace_wallet_transactions WHERE workspace_id = $1 AND position > $2
-         ORDER BY position LIMIT $3)
-       UNION ALL
-       (SELECT position, settled_at, 'charge', request_id, -charged_usd, NULL, billing_status, NULL
-          FROM workspace_wallet_charges WHERE workspace_id = $1 AND position > $2
-         ORDER BY position LIMIT $3)
-       ORDER BY position LIMIT $3`,
-      [workspaceId, afterPosition, limit],
-    );
+    }>(ledgerLines('after'), [workspaceId, afterPosition, limit]);
     return rows.map((r) => ({
       ...r,
       occurred_at: r.occurred_at.toISOString(),
@@ -189,7 +199,21 @@ export class WalletReads implements WalletLedger, UncreditedPayments {
     limit: number,
   ): Promise<{ data: (LedgerLine & { balance_usd: string })[]; has_more: boolean }> {
     const before = beforePosition ?? Number.MAX_SAFE_INTEGER;
-    const { rows } = await this.pool.query<{
+    // The page and the balance ahead of it are read in one snapshot, so a line committed meanwhile
+    // cannot make the running balance disagree with the lines shown.
+    return withTransaction(this.pool, async (client) => {
+      await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      return this.ledgerPageIn(client, workspaceId, before, limit);
+    });
+  }
+
+  private async ledgerPageIn(
+    client: Queryable,
+    workspaceId: string,
+    before: number,
+    limit: number,
+  ): Promise<{ data: (LedgerLine & { balance_usd: string })[]; has_more: boolean }> {
+    const { rows } = await client.query<{
       position: string | number;
       occurred_at: Date;
       kind: LedgerLine['kind'];
@@ -198,25 +222,13 @@ export class WalletReads implements WalletLedger, UncreditedPayments {
       actor: string | null;
       reference: string | null;
       reason: string | null;
-    }>(
-      `(SELECT position, created_at AS occurred_at, type AS kind, transaction_id AS id,
-               CASE WHEN type = 'refund' THEN -amount_usd ELSE amount_usd END AS amount_usd, actor,
-               coalesce(payment_intent_id, idempotency_key) AS reference, reason
-          FROM workspace_wallet_transactions WHERE workspace_id = $1 AND position < $2
-         ORDER BY position DESC LIMIT $3)
-       UNION ALL
-       (SELECT position, settled_at, 'charge', request_id, -charged_usd, NULL, billing_status, NULL
-          FROM workspace_wallet_charges WHERE workspace_id = $1 AND position < $2
-         ORDER BY position DESC LIMIT $3)
-       ORDER BY position DESC LIMIT $3`,
-      [workspaceId, before, limit + 1],
-    );
+    }>(ledgerLines('before'), [workspaceId, before, limit + 1]);
     const page = rows.slice(0, limit);
     const oldest = page.at(-1);
     // The balance before the page's oldest line: every credit, refund and charge ahead of it.
     let running = ZERO_USD;
     if (oldest) {
-      const { rows: sums } = await this.pool.query<{ total: string | null }>(
+      const { rows: sums } = await client.query<{ total: string | null }>(
         `SELECT (SELECT coalesce(sum(CASE WHEN type = 'refund' THEN -amount_usd ELSE amount_usd END), 0)
                    FROM workspace_wallet_transactions WHERE workspace_id = $1 AND position < $2)
               - (SELECT coalesce(sum(charged_usd), 0)

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js';
 import type { Sessions } from '../../../commands/auth/sessions.js';
 import type { SignIn } from '../../../commands/auth/sign-in.js';
@@ -13,14 +14,14 @@ export interface AuthHttpDeps {
   controlPlaneReads: ControlPlaneReads;
   /** Console sessions: GET /api/session and sign-out. */
   sessions: Sessions;
-  /** Operator-made single-use sign-in links (`svc sessions link`), and the lifetime of their sessions. */
+  /** Operator-made single-use sign-in links (`svc console link`), and the lifetime of their sessions. */
   links: SignInLinks;
   sessionTtlMs: number;
   /** SVC_PLATFORM_ADMINS as lower-case addresses. */
   platformAdmins: ReadonlySet<string>;
   /** Names of the configured identity providers. */
   providers: () => readonly string[];
-  /** Whether the console's cookies are marked Secure (the provider's redirect URI is HTTPS). */
-  secureCookies: (provider: string) => boolean;
+  /** Whether the console's cookies are marked Secure for this request (one rule, set and clear alike). */
+  secureCookies: (request: FastifyRequest) => boolean;
   clock?: () => Date;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseCookies, serializeCookie } from './cookies.js';
+import { parseCookies, serializeCookie } from '../cookies.js';
 import { safeReturnPath } from './return-to.js';
 
 describe('safe return path', () => {
@@ -37,10 +37,14 @@ describe('cookies', () => {
     );
   });
 
-  it('parse the first value of each name', () => {
-    expect([...parseCookies('a=1; b=x=y;a=2; junk').entries()]).toEqual([
-      ['a', '1'],
-      ['b', 'x=y'],
+  it('parse the first value of each name, and count repeats', () => {
+    const cookies = parseCookies('a=1; b=x=y;a=2; junk');
+    expect([cookies.get('a'), cookies.get('b'), cookies.get('junk'), cookies.get('c')]).toEqual([
+      '1',
+      'x=y',
+      undefined,
+      undefined,
     ]);
+    expect([cookies.count('a'), cookies.count('b'), cookies.count('c')]).toEqual([2, 1, 0]);
   });
 });

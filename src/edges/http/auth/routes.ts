@@ -43,7 +43,7 @@ export const registerAuthRoutes = async (app: FastifyInstance, deps: AuthHttpDep
       reads: deps.controlPlaneReads,
       providers: deps.providers,
       platformAdmins: deps.platformAdmins,
-      secureCookies: () => deps.providers().some((p) => deps.secureCookies(p)),
+      secureCookies: deps.secureCookies,
       principal: family.caller,
     });
   });

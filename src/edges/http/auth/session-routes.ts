@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sessions } from '../../../commands/auth/sessions.js';
+import { isPlatformAdmin } from '../../../config/config.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads, SessionPrincipal } from '../../../projections/control-plane/reads.js';
+import { serializeCookie } from '../cookies.js';
 import { credentialOf, csrfTokenFor, SESSION_COOKIE } from '../session-credential.js';
-import { serializeCookie } from './cookies.js';
 
 /**
  * The console's own session routes (SPEC 4.4 console sign-in, 5 session scope): who is signed in
@@ -18,7 +19,7 @@ export const registerSessionRoutes = (
     providers: () => readonly string[];
     /** SVC_PLATFORM_ADMINS: these users' sessions act as the platform administrator. */
     platformAdmins: ReadonlySet<string>;
-    secureCookies: () => boolean;
+    secureCookies: (request: FastifyRequest) => boolean;
     /** The signed-in user of a session-bearer route (the family's caller). */
     principal: (request: FastifyRequest) => SessionPrincipal;
   },
@@ -28,7 +29,7 @@ export const registerSessionRoutes = (
     const token = credentialOf(request)!;
     const session = await deps.sessions.verify(token);
     if (!session) throw new ServiceError('unauthenticated', 'invalid or expired session token');
-    const admin = deps.platformAdmins.has(principal.email.toLowerCase());
+    const admin = isPlatformAdmin(deps.platformAdmins, principal.email);
     // The administrator sees every workspace, as a manager would; a user sees their own.
     const workspaces = await deps.reads.workspaces(admin ? undefined : [...principal.memberships.keys()]);
     return {
@@ -54,7 +55,7 @@ export const registerSessionRoutes = (
     if (session) await deps.sessions.revoke({ id: `user:${principal.user_id}` }, session.session_id);
     reply.header(
       'set-cookie',
-      serializeCookie(SESSION_COOKIE, '', { path: '/', maxAge: 0, secure: deps.secureCookies() }),
+      serializeCookie(SESSION_COOKIE, '', { path: '/', maxAge: 0, secure: deps.secureCookies(request) }),
     );
     return { signed_out: true };
   });

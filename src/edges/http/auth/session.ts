@@ -3,8 +3,6 @@ import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads, SessionPrincipal } from '../../../projections/control-plane/reads.js';
 import { credentialOf } from '../session-credential.js';
 
-export { SESSION_COOKIE } from '../session-credential.js';
-
 /** The signed-in user of a console-session route, or 401. */
 export const requireSession = async (
   request: FastifyRequest,

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
 import { parseBody } from '../body.js';
-import { SESSION_COOKIE } from '../session-credential.js';
-import { parseCookies, serializeCookie } from './cookies.js';
+import { parseCookies, serializeCookie } from '../cookies.js';
+import { crossSite, SESSION_COOKIE } from '../session-credential.js';
 import type { AuthHttpDeps } from './deps.js';
 import { safeReturnPath } from './return-to.js';
 
@@ -17,6 +17,23 @@ const startBody = z.strictObject({
   invite: secret.optional(),
   registration_code: secret.optional(),
 });
+
+const linkBody = z.strictObject({ token: z.string().min(1).max(256) });
+
+/** The console session cookie, for the session a sign-in issued (its lifetime is the session's). */
+const setSessionCookie = (
+  reply: FastifyReply,
+  session: { token: string; expires_at: string },
+  secure: boolean,
+) =>
+  reply.header(
+    'set-cookie',
+    serializeCookie(SESSION_COOKIE, session.token, {
+      path: '/',
+      maxAge: (Date.parse(session.expires_at) - Date.now()) / 1_000,
+      secure,
+    }),
+  );
 
 const callbackBody = z.union([
   z.strictObject({ callback_url: z.url().max(8_192) }),
@@ -44,7 +61,7 @@ export const failureReason = (err: unknown): string => {
   if (!(err instanceof ServiceError)) return 'failed';
   if (err.code === 'forbidden')
     return err.param === 'state_cookie' ? 'state_mismatch' : 'registration_refused';
-  if (err.code === 'not_found') return 'unknown_provider';
+  if (err.code === 'not_found') return err.param === null ? 'unknown_provider' : 'failed';
   if (err.code === 'upstream_error') return 'provider_unavailable';
   if (err.code === 'bad_request')
     return err.param === 'state' || err.param === 'token' ? 'expired' : 'provider_refused';
@@ -67,9 +84,9 @@ const orFailurePage = async (
     return await step();
   } catch (err) {
     if (!wantsPage(request)) throw err;
-    const message = err instanceof ServiceError ? err.message : 'the sign-in failed';
     request.log.info({ err }, 'console sign-in failed');
-    const search = new URLSearchParams({ error: failureReason(err), message: message.slice(0, 300) });
+    // The reason only: a message in the URL would let anyone put words on this page.
+    const search = new URLSearchParams({ error: failureReason(err) });
     return reply.header('cache-control', 'no-store').redirect(`${SIGN_IN_PAGE}?${search}`, 303);
   }
 };
@@ -114,36 +131,38 @@ export const registerSignInRoutes = (app: FastifyInstance, deps: AuthHttpDeps): 
         serializeCookie(STATE_COOKIE, started.state, {
           path: callbackPath(provider),
           maxAge: signIn.loginTtlSeconds,
-          secure: deps.secureCookies(provider),
+          secure: deps.secureCookies(request),
         }),
       );
       return reply.redirect(started.authorization_url, 302);
     }),
   );
 
-  // An operator's single-use sign-in link (`svc sessions link`): a session for its user, in the
-  // same cookie the OIDC callback sets, then the link's return path.
-  app.get('/api/session/link', (request, reply) =>
-    orFailurePage(request, reply, async () => {
-      const token = single(request.query as Query, 'token');
-      const session = token ? await deps.links.redeem(token, deps.sessionTtlMs) : null;
-      if (!session)
-        throw new ServiceError('bad_request', 'unknown, used or expired sign-in link', { param: 'token' });
-      const maxAge = (Date.parse(session.expires_at) - Date.now()) / 1_000;
-      const secure = request.protocol === 'https';
-      reply.header('cache-control', 'no-store');
-      reply.header(
-        'set-cookie',
-        serializeCookie(SESSION_COOKIE, session.token, { path: '/', maxAge, secure }),
-      );
-      return reply.redirect(safeReturnPath(session.return_to), 302);
-    }),
-  );
+  // An operator's single-use sign-in link (`svc console link`). Opening it changes nothing: link
+  // scanners and chat unfurlers fetch URLs before people do. The console's sign-in page asks the
+  // person to continue, and that POST (JSON, same site only) takes the link and sets the session.
+  app.get('/api/session/link', async (request, reply) => {
+    const token = single(request.query as Query, 'token') ?? '';
+    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+    return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ link: token })}`, 303);
+  });
+  app.post('/api/session/link', async (request, reply) => {
+    // A JSON body cannot be posted from another site without a CORS preflight, which fails here;
+    // a browser that says the request is cross-site is refused outright (no login CSRF).
+    if (crossSite(request))
+      throw new ServiceError('forbidden', 'a sign-in link can only be used from this site');
+    const { token } = parseBody(linkBody, request.body);
+    const session = await deps.links.redeem(token, deps.sessionTtlMs);
+    if (!session)
+      throw new ServiceError('bad_request', 'unknown, used or expired sign-in link', { param: 'token' });
+    setSessionCookie(reply, session, deps.secureCookies(request));
+    return { signed_in: true, return_to: safeReturnPath(session.return_to) };
+  });
 
   app.get('/api/session/oidc/:provider/callback', (request, reply: FastifyReply) =>
     orFailurePage(request, reply, async () => {
       const { provider } = request.params as Params;
-      const secure = deps.secureCookies(provider);
+      const secure = deps.secureCookies(request);
       const bound = parseCookies(request.headers.cookie).get(STATE_COOKIE);
       const params = rawQuery(request);
       const state = params.get('state');

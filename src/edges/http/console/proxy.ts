@@ -2,12 +2,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { request as undiciRequest } from 'undici';
 import { ServiceError } from '../../../lib/errors.js';
+import { QUERY_ROUTE_SEGMENTS } from '../query/paths.js';
 import { credentialOf } from '../session-credential.js';
 
 /**
  * The console's proxy prefix for the query routes (SPEC 4.5: "the console proxies under
  * /api/query/** after enforcing session scope"): /api/query/<route> is the query route /api/<route>.
- * Only the query routes' own first segments are reachable through it.
+ * Only the query routes' own first segments (query/paths.ts) are reachable through it.
  */
 export const QUERY_PROXY_PREFIX = '/api/query/';
 const QUERY_SEGMENTS = new Set([
@@ -21,12 +22,35 @@ const QUERY_SEGMENTS = new Set([
   'traces',
 ]);
 
+/**
+ * A request target that stays what it says: an absolute path under /api/ with no empty, `.` or
+ * `..` segment and no encoded slash, backslash or dot segment, so that neither a resolver here nor
+ * the upstream can walk it out of /api (or out of the query routes). Null otherwise.
+ */
+export const apiTarget = (url: string): { path: string; search: string } | null => {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const search = q < 0 ? '' : url.slice(q);
+  if (!path.startsWith('/api/') || path.includes('#')) return null;
+  for (const segment of path.slice(1).split('/')) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      return null;
+    }
+    if (decoded === '' || decoded === '.' || decoded === '..' || /[/\\]/.test(decoded)) return null;
+  }
+  return { path, search };
+};
+
 /** The query route a console path names (`/api/query/requests?x` -> `/api/requests?x`), else null. */
 export const queryRouteOf = (url: string): string | null => {
-  if (!url.startsWith(QUERY_PROXY_PREFIX)) return null;
-  const rest = url.slice(QUERY_PROXY_PREFIX.length);
-  const segment = /^[^/?#]*/.exec(rest)![0];
-  return QUERY_SEGMENTS.has(segment) ? `/api/${rest}` : null;
+  const target = apiTarget(url);
+  if (!target?.path.startsWith(QUERY_PROXY_PREFIX)) return null;
+  const rest = target.path.slice(QUERY_PROXY_PREFIX.length);
+  const segment = rest.split('/')[0]!;
+  return QUERY_ROUTE_SEGMENTS.has(segment) ? `/api/${rest}${target.search}` : null;
 };
 
 /**
@@ -87,8 +111,12 @@ export const registerApiProxy = (
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
 
-  const forward = async (request: FastifyRequest, reply: FastifyReply, path: string) => {
-    const target = new URL(path, base);
+  const forward = async (request: FastifyRequest, reply: FastifyReply, url: string) => {
+    const checked = apiTarget(url);
+    if (!checked) throw new ServiceError('not_found', `no route for ${request.method} ${url.split('?')[0]}`);
+    const path = checked.path;
+    // Joined, never resolved: the target is always this origin's own /api path.
+    const target = new URL(`${base.origin}${checked.path}${checked.search}`);
     const abort = new AbortController();
     // The response, not the request: a request's 'close' also comes once its body has been read.
     reply.raw.on('close', () => {

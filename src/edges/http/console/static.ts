@@ -16,17 +16,18 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * The console page may load and call only this origin: no inline script, no third-party script,
- * style or connection, and it may not be framed (clickjacking).
+ * The console page may load only this origin's assets (no inline or third-party script or style)
+ * and call only this origin and the ones named (the payment provider's API), and it may not be
+ * framed (clickjacking).
  */
-const PAGE_HEADERS = {
+const pageHeaders = (connect: readonly string[]) => ({
   'content-security-policy':
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +
+    `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src ${["'self'", ...connect].join(' ')}; ` +
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
   'x-frame-options': 'DENY',
-};
+});
 
 interface Built {
   index: Buffer;
@@ -42,7 +43,10 @@ export const loadConsoleApp = async (dir: string): Promise<Built | null> => {
     return null;
   }
   const assets = new Map<string, { body: Buffer; type: string }>();
-  for (const name of await readdir(join(dir, 'assets'))) {
+  const names = await readdir(join(dir, 'assets')).catch(() => null);
+  // A page without its assets is a broken build: served as not built, with the reason logged.
+  if (!names) return null;
+  for (const name of names) {
     const type = TYPES[extname(name)];
     if (type) assets.set(name, { body: await readFile(join(dir, 'assets', name)), type });
   }
@@ -52,7 +56,7 @@ export const loadConsoleApp = async (dir: string): Promise<Built | null> => {
 const notBuilt = (reply: FastifyReply) =>
   reply
     .code(503)
-    .headers({ ...PAGE_HEADERS, 'cache-control': 'no-store' })
+    .headers({ ...pageHeaders([]), 'cache-control': 'no-store' })
     .type('text/html; charset=utf-8')
     .send(
       '<!doctype html><html lang="en"><title>Console not built</title><h1>The console is not built</h1>' +
@@ -64,12 +68,20 @@ const notBuilt = (reply: FastifyReply) =>
  * itself never cached (it names the current assets), and every other path under /console answers
  * the page, whose router shows the view. `/` sends a browser to the console.
  */
-export const registerConsoleApp = (app: FastifyInstance, built: Built | null): void => {
+export const registerConsoleApp = (
+  app: FastifyInstance,
+  built: Built | null,
+  options: {
+    /** Origins the page may call besides its own: the payment provider's, for a top-up's confirm step. */
+    connect?: readonly string[];
+  } = {},
+): void => {
+  const headers = pageHeaders(options.connect ?? []);
   app.get('/', async (_request, reply) => reply.redirect(`${CONSOLE_BASE}/`, 302));
   const page = async (_request: unknown, reply: FastifyReply) => {
     if (!built) return notBuilt(reply);
     return reply
-      .headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' })
+      .headers({ ...headers, 'cache-control': 'no-cache' })
       .type('text/html; charset=utf-8')
       .send(built.index);
   };

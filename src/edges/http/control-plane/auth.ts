@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { isPlatformAdmin } from '../../../config/config.js';
 import { bearerToken } from '../../../lib/bearer.js';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
@@ -29,9 +30,6 @@ const NO_EMAILS: ReadonlySet<string> = new Set();
 export const adminCredentials = (admin: string | AdminCredentials): AdminCredentials =>
   typeof admin === 'string' ? { token: admin, emails: NO_EMAILS } : admin;
 
-export const bearerOf = (request: FastifyRequest): string | null =>
-  bearerToken(request.headers.authorization);
-
 export const authenticate = async (
   request: FastifyRequest,
   reads: ControlPlaneReads,
@@ -46,7 +44,7 @@ export const authenticate = async (
   if (safeEqual(token, adminToken)) return { kind: 'admin' };
   const session = await reads.sessionPrincipal(token, now);
   if (!session) throw new ServiceError('unauthenticated', 'invalid or expired session token');
-  if (emails.has(session.email.toLowerCase())) return { kind: 'admin', userId: session.user_id };
+  if (isPlatformAdmin(emails, session.email)) return { kind: 'admin', userId: session.user_id };
   return { kind: 'user', userId: session.user_id, email: session.email, memberships: session.memberships };
 };
 

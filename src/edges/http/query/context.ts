@@ -43,7 +43,8 @@ export const scopeOf = async (o: QueryRouteContext, request: FastifyRequest): Pr
   return orgScope(o, o.caller(request), q.org_id, q.project_id);
 };
 
-export const authorOf = (c: Caller): string => (c.kind === 'admin' ? 'admin' : `user:${c.userId}`);
+/** Who wrote feedback: a signed-in person by user id (an administrator's session too), else the admin token. */
+export const authorOf = (c: Caller): string => (c.userId ? `user:${c.userId}` : 'admin');
 
 /**
  * Answers a live stream that `open` admitted with the event-stream headers (the reply is the raw

@@ -23,6 +23,7 @@ const actor = { id: 'admin' };
 const payments: PaymentProvider = {
   name: 'stripe',
   publishableKey: 'pk_test_wallet_routes',
+  browserApiBase: 'https://payments.invalid',
   createPaymentIntent: async (input) => ({
     id: `pi_${input.topupId}`,
     clientSecret: `pi_${input.topupId}_secret_x`,
@@ -41,8 +42,11 @@ let app: FastifyInstance;
 let ws: string;
 let other: string;
 
-const get = async (url: string) => {
-  const r = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${ADMIN}` } });
+/** Console sessions: a member of `ws`, a manager of the other workspace, and a platform administrator. */
+const sessions: Record<'member' | 'outsider' | 'admin', string> = { member: '', outsider: '', admin: '' };
+
+const get = async (url: string, token = ADMIN) => {
+  const r = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
   const json = r.headers['content-type']?.toString().includes('json');
   return { status: r.statusCode, body: (json ? r.json() : {}) as Record<string, unknown>, text: r.body };
 };
@@ -63,7 +67,7 @@ beforeAll(async () => {
           registerWalletRoutes(
             scope,
             { commands: wallet, ledger: wallet.reads, controlPlane: cp.reads },
-            ADMIN,
+            { token: ADMIN, emails: new Set(['ops@example.com']) },
           ),
       },
     ],
@@ -95,6 +99,14 @@ beforeAll(async () => {
     ok: true,
   });
   await wallet.createTopUp(actor, ws, '25.00');
+  const user = async (email: string, workspaceId: string, role: 'member' | 'manager') => {
+    await cp.addUser(actor, email, { workspaceId, role });
+    return (await cp.issueSession(actor, email, 3_600_000)).token;
+  };
+  sessions.member = await user('member@example.com', ws, 'member');
+  sessions.outsider = await user('outsider@example.com', other, 'manager');
+  // A platform administrator (SVC_PLATFORM_ADMINS) needs no membership of the workspace.
+  sessions.admin = await user('Ops@Example.com', other, 'member');
 }, 60_000);
 afterAll(async () => {
   await app?.close();
@@ -154,6 +166,35 @@ describe('GET /api/workspaces/:id/wallet/transactions', () => {
     for (const q of ['limit=0', 'limit=201', 'limit=x', 'before=0', 'before=-1', 'before=1.5'])
       expect((await get(`/api/workspaces/${ws}/wallet/transactions?${q}`)).status, q).toBe(400);
     expect((await get('/api/workspaces/ws_nope/wallet/transactions')).status).toBe(404);
+  });
+});
+
+describe('who may read the wallet pages (SPEC 5)', () => {
+  it('a member reads them; a manager of another workspace is refused; a platform administrator reads any', async () => {
+    for (const page of ['transactions', 'holds', 'topups']) {
+      const url = `/api/workspaces/${ws}/wallet/${page}`;
+      expect((await get(url, sessions.member)).status, page).toBe(200);
+      expect((await get(url, sessions.outsider)).status, page).toBe(403);
+      expect((await get(url, sessions.admin)).status, page).toBe(200);
+    }
+  });
+
+  it('only the platform administrator grants, and the grant names the administrator as its actor', async () => {
+    const grant = (token: string, key: string) =>
+      app.inject({
+        method: 'POST',
+        url: `/api/workspaces/${ws}/wallet/grants`,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        payload: { amount_usd: '1', reason: 'console', idempotency_key: key },
+      });
+    expect((await grant(sessions.member, 'm')).statusCode).toBe(403);
+    expect((await grant(sessions.outsider, 'o')).statusCode).toBe(403);
+    const ok = await grant(sessions.admin, 'a');
+    expect(ok.statusCode).toBe(201);
+    const lines = (await get(`/api/workspaces/${ws}/wallet/transactions?limit=1`)).body.data as {
+      actor: string;
+    }[];
+    expect(lines[0]!.actor).toMatch(/^user:usr_/);
   });
 });
 

@@ -129,6 +129,8 @@ const walletRoutes = (
       enabled: payments !== null,
       provider: payments?.name ?? null,
       publishable_key: payments?.publishableKey ?? null,
+      // Where the console's browser step confirms a top-up's payment intent with the publishable key.
+      api_base: payments?.publishableKey ? payments.browserApiBase : null,
       currency: 'USD',
     };
   });

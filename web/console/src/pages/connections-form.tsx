@@ -9,8 +9,8 @@
 import { useRef, useState } from 'preact/hooks';
 import { api } from '../api';
 import { useScope } from '../scope';
-import { Button, ErrorBox, useAction } from '../ui';
-import { InputField, isName, NAME_HINT, SelectInput } from './keys-common';
+import { Button, ErrorBox, SelectField, TextField, useAction } from '../ui';
+import { isName, NAME_HINT } from './keys-common';
 
 export const PROVIDERS = [
   { value: 'openai', label: 'OpenAI or OpenAI-compatible', family: 'api-key' },
@@ -225,7 +225,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
       <fieldset class="plain" disabled={props.disabled}>
         <legend class="sr-only">Create a connection</legend>
         <div class="row">
-          <SelectInput
+          <SelectField
             label="Provider"
             value={provider}
             onValue={(v) => {
@@ -238,14 +238,14 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
             }}
             options={PROVIDERS.map((p) => ({ value: p.value, label: p.label }))}
           />
-          <SelectInput
+          <SelectField
             label="Project"
             value={projectId}
             onValue={set('projectId')}
             empty="Choose a project"
             options={scope.projects.map((p) => ({ value: p.project_id, label: p.name }))}
           />
-          <InputField
+          <TextField
             label="Name"
             value={f.name}
             onValue={set('name')}
@@ -254,7 +254,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
             hint="The gateway routes the connection named primary; other names wait for a selector."
             {...err('name')}
           />
-          <InputField
+          <TextField
             label="Lane (optional)"
             value={f.lane}
             onValue={set('lane')}
@@ -265,7 +265,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
         </div>
         {family === 'api-key' ? (
           <div class="row">
-            <InputField
+            <TextField
               label={provider === 'openai' ? 'API key' : 'Anthropic API key'}
               type="password"
               autoComplete="off"
@@ -274,7 +274,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
               required
               {...err('apiKey')}
             />
-            <InputField
+            <TextField
               label="Base URL (optional)"
               type="url"
               value={f.baseUrl}
@@ -291,7 +291,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
         ) : null}
         {family === 'managed-runtime' ? (
           <div class="row">
-            <InputField
+            <TextField
               label="Region"
               value={f.region}
               onValue={set('region')}
@@ -300,7 +300,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
               hint="The signing region; it picks the runtime host."
               {...err('region')}
             />
-            <InputField
+            <TextField
               label="Access key id"
               autoComplete="off"
               value={f.accessKeyId}
@@ -308,7 +308,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
               required
               {...err('accessKeyId')}
             />
-            <InputField
+            <TextField
               label="Secret access key"
               type="password"
               autoComplete="off"
@@ -317,7 +317,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
               required
               {...err('secretAccessKey')}
             />
-            <InputField
+            <TextField
               label="Base URL (optional)"
               type="url"
               value={f.baseUrl}
@@ -330,7 +330,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
         {family === 'deployment-host' ? (
           <>
             <div class="row">
-              <InputField
+              <TextField
                 label="Resource"
                 value={f.resource}
                 onValue={set('resource')}
@@ -338,7 +338,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
                 hint="The resource name in https://{resource}.{domain}."
                 {...err('resource')}
               />
-              <InputField
+              <TextField
                 label="Domain (optional)"
                 value={f.domain}
                 onValue={set('domain')}
@@ -346,7 +346,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
                 hint="Empty: the lane's default domain."
                 {...err('domain')}
               />
-              <InputField
+              <TextField
                 label="API version"
                 value={f.apiVersion}
                 onValue={set('apiVersion')}
@@ -355,7 +355,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
                 hint="Sent as api-version on every inference request."
                 {...err('apiVersion')}
               />
-              <InputField
+              <TextField
                 label="API key"
                 type="password"
                 autoComplete="off"
@@ -367,7 +367,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
               />
             </div>
             <div class="row">
-              <InputField
+              <TextField
                 label="Project endpoint (optional)"
                 type="url"
                 value={f.projectEndpoint}
@@ -375,14 +375,14 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
                 hint="Used only by deployment discovery: the project URL with its path, https."
                 {...err('projectEndpoint')}
               />
-              <InputField
+              <TextField
                 label="Discovery API version (optional)"
                 value={f.discoveryApiVersion}
                 onValue={set('discoveryApiVersion')}
                 hint="Overrides the listing api-version only."
                 {...err('discoveryApiVersion')}
               />
-              <InputField
+              <TextField
                 label="Base URL (optional)"
                 type="url"
                 value={f.baseUrl}
@@ -395,7 +395,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
               <legend>Deployments (model id → deployment name); discovery can fill these in later</legend>
               {f.deployments.map((d, i) => (
                 <div class="row" key={i}>
-                  <InputField
+                  <TextField
                     label={`Model id ${i + 1}`}
                     value={d.model}
                     onValue={(v) =>
@@ -403,7 +403,7 @@ export const CreateConnectionForm = (props: { disabled: boolean; onCreated: (nam
                     }
                     {...err(`dep${i}`)}
                   />
-                  <InputField
+                  <TextField
                     label={`Deployment name ${i + 1}`}
                     value={d.deployment}
                     onValue={(v) =>

@@ -4,7 +4,8 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
-import { Button, Notice, useId } from '../ui';
+import { useScope } from '../scope';
+import { Button, Notice, SelectField, TextField, useId } from '../ui';
 
 /** Names of keys, tokens and connections (src/commands/service.ts NAME): 1-100 letters, digits, space . _ - */
 const NAME = /^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,99}$/u;
@@ -97,5 +98,62 @@ export const when = (v: string | null | undefined): string =>
 /** An error's message, for lists of what did not work. */
 export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
-/** The shared fields of ui.tsx under the names these pages use. */
-export { CheckField as CheckInput, SelectField as SelectInput, TextField as InputField } from '../ui';
+/** A service API key as GET /api/api-keys lists it (SPEC 2.10). */
+export interface ApiKey {
+  api_key_id: string;
+  project_id: string;
+  org_id: string;
+  workspace_id: string;
+  name: string;
+  prefix: string;
+  tracing: boolean;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+/**
+ * The fields of every "create" form on the keys page (API key, developer token, trace-ingest key):
+ * the project it belongs to, its name under the control plane's name rule, and the submit button.
+ */
+export const ProjectAndName = (props: {
+  projectId: string;
+  onProject: (id: string) => void;
+  /** The empty choice: "Choose a project" where one is required, or what no project means. */
+  noProject: string;
+  projectRequired: boolean;
+  name: string;
+  onName: (v: string) => void;
+  submit: string;
+  busy: boolean;
+}) => {
+  const scope = useScope();
+  const validName = isName(props.name);
+  return (
+    <>
+      <SelectField
+        label="Project"
+        value={props.projectId}
+        onValue={props.onProject}
+        empty={props.noProject}
+        options={scope.projects.map((p) => ({ value: p.project_id, label: p.name }))}
+      />
+      <TextField
+        label="Name"
+        value={props.name}
+        onValue={props.onName}
+        required
+        maxLength={100}
+        aria-invalid={props.name !== '' && !validName}
+        hint={NAME_HINT}
+      />
+      <Button
+        type="submit"
+        kind="primary"
+        busy={props.busy}
+        disabled={(props.projectRequired && !props.projectId) || !validName}
+      >
+        {props.submit}
+      </Button>
+    </>
+  );
+};

@@ -14,12 +14,13 @@ import {
   Loading,
   Notice,
   Section,
+  SelectField,
   Table,
+  TextField,
   useAction,
   useLoad,
 } from '../ui';
-import type { ApiKey } from './keys';
-import { Confirm, InputField, MembersRead, SelectInput, Toggle, when } from './keys-common';
+import { type ApiKey, Confirm, MembersRead, Toggle, when } from './keys-common';
 
 interface OrgDetail {
   org_id: string;
@@ -221,7 +222,7 @@ export const DimensionsSection = (props: {
         <fieldset class="plain" disabled={!props.canManage}>
           <legend class="sr-only">Define a dimension</legend>
           <div class="row">
-            <InputField
+            <TextField
               label="Key"
               value={key}
               onValue={setKey}
@@ -231,7 +232,7 @@ export const DimensionsSection = (props: {
               aria-invalid={key !== '' && !validKey}
               hint="Lower-case letters, digits and underscores, starting with a letter (e.g. cost_center)."
             />
-            <InputField
+            <TextField
               label="Description (optional)"
               value={description}
               onValue={setDescription}
@@ -299,7 +300,7 @@ const KeyDimensionValues = (props: {
   return (
     <div class="card inner" id="dimension-values" tabIndex={-1}>
       <h3>Values of an API key</h3>
-      <SelectInput
+      <SelectField
         label="API key"
         value={id}
         onValue={props.onApiKey}
@@ -339,14 +340,14 @@ const KeyDimensionValues = (props: {
             <fieldset class="plain" disabled={!props.canManage}>
               <legend class="sr-only">Set a value</legend>
               <div class="row">
-                <SelectInput
+                <SelectField
                   label="Dimension"
                   value={definitionId}
                   onValue={setDefinitionId}
                   empty="Choose a dimension"
                   options={props.definitions.map((d) => ({ value: d.definition_id, label: d.key }))}
                 />
-                <InputField label="Value" value={value} onValue={setValue} required maxLength={200} />
+                <TextField label="Value" value={value} onValue={setValue} required maxLength={200} />
                 <Button
                   type="submit"
                   kind="primary"
@@ -468,7 +469,7 @@ export const SpendCapsSection = (props: { canManage: boolean; keys: ApiKey[]; ti
         <fieldset class="plain" disabled={!props.canManage}>
           <legend class="sr-only">Set a spend cap</legend>
           <div class="row">
-            <SelectInput
+            <SelectField
               label="Level"
               value={level}
               onValue={(v) => {
@@ -481,7 +482,7 @@ export const SpendCapsSection = (props: { canManage: boolean; keys: ApiKey[]; ti
                 { value: 'api_key', label: 'API key' },
               ]}
             />
-            <SelectInput
+            <SelectField
               label="Applies to"
               value={chosen}
               onValue={setTarget}
@@ -489,7 +490,7 @@ export const SpendCapsSection = (props: { canManage: boolean; keys: ApiKey[]; ti
               {...(level === 'org' ? {} : { empty: 'Choose one' })}
               options={targets}
             />
-            <InputField
+            <TextField
               label="Monthly cap (USD)"
               value={amount}
               onValue={setAmount}

@@ -6,16 +6,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { useScope } from '../scope';
 import { Button, ErrorBox, Loading, SecretOnce, Section, useAction, useLoad } from '../ui';
-import {
-  Confirm,
-  InputField,
-  isName,
-  MembersRead,
-  NAME_HINT,
-  SelectInput,
-  Toggle,
-  when,
-} from './keys-common';
+import { Confirm, isName, MembersRead, ProjectAndName, Toggle, when } from './keys-common';
 
 interface DeveloperToken {
   id: string;
@@ -150,25 +141,16 @@ export const DeveloperTokensSection = () => {
       ) : null}
       <h3>Create a developer token</h3>
       <form class="row" onSubmit={submit}>
-        <SelectInput
-          label="Project"
-          value={projectId}
-          onValue={setProjectId}
-          empty="Every project of the organization"
-          options={scope.projects.map((p) => ({ value: p.project_id, label: p.name }))}
+        <ProjectAndName
+          projectId={projectId}
+          onProject={setProjectId}
+          noProject="Every project of the organization"
+          projectRequired={false}
+          name={name}
+          onName={setName}
+          submit="Create token"
+          busy={create.busy}
         />
-        <InputField
-          label="Name"
-          value={name}
-          onValue={setName}
-          required
-          maxLength={100}
-          aria-invalid={name !== '' && !validName}
-          hint={NAME_HINT}
-        />
-        <Button type="submit" kind="primary" busy={create.busy} disabled={!validName}>
-          Create token
-        </Button>
       </form>
       <ErrorBox error={create.error} />
     </Section>
@@ -373,25 +355,16 @@ export const TraceIngestKeysSection = (props: {
         <fieldset class="plain" disabled={!props.canManage}>
           <legend class="sr-only">Create a trace-ingest key</legend>
           <div class="row">
-            <SelectInput
-              label="Project"
-              value={project}
-              onValue={setProjectId}
-              empty="Choose a project"
-              options={scope.projects.map((p) => ({ value: p.project_id, label: p.name }))}
+            <ProjectAndName
+              projectId={project}
+              onProject={setProjectId}
+              noProject="Choose a project"
+              projectRequired={true}
+              name={name}
+              onName={setName}
+              submit="Create key"
+              busy={create.busy}
             />
-            <InputField
-              label="Name"
-              value={name}
-              onValue={setName}
-              required
-              maxLength={100}
-              aria-invalid={name !== '' && !validName}
-              hint={NAME_HINT}
-            />
-            <Button type="submit" kind="primary" busy={create.busy} disabled={!project || !validName}>
-              Create key
-            </Button>
           </div>
         </fieldset>
       </form>

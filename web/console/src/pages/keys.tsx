@@ -8,32 +8,12 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { useScope } from '../scope';
 import { Button, ErrorBox, Loading, Notice, Page, SecretOnce, Section, useAction, useLoad } from '../ui';
-import {
-  Confirm,
-  errorText,
-  InputField,
-  isName,
-  MembersRead,
-  NAME_HINT,
-  SelectInput,
-  Toggle,
-  when,
-} from './keys-common';
+import { Confirm, errorText, isName, MembersRead, ProjectAndName, Toggle, when } from './keys-common';
 import { DimensionsSection, SpendCapsSection, TracingSection } from './keys-settings';
 import { DeveloperTokensSection, TraceIngestKeysSection } from './keys-tokens';
 import './control-pages.css';
+import type { ApiKey } from './keys-common';
 
-export interface ApiKey {
-  api_key_id: string;
-  project_id: string;
-  org_id: string;
-  workspace_id: string;
-  name: string;
-  prefix: string;
-  tracing: boolean;
-  created_at: string;
-  revoked_at: string | null;
-}
 interface CreatedKey {
   api_key_id: string;
   api_key: string;
@@ -329,25 +309,16 @@ const ApiKeysSection = (props: {
         <fieldset class="plain" disabled={!props.canManage}>
           <legend class="sr-only">Create an API key</legend>
           <div class="row">
-            <SelectInput
-              label="Project"
-              value={project}
-              onValue={setProjectId}
-              empty="Choose a project"
-              options={scope.projects.map((p) => ({ value: p.project_id, label: p.name }))}
+            <ProjectAndName
+              projectId={project}
+              onProject={setProjectId}
+              noProject="Choose a project"
+              projectRequired={true}
+              name={name}
+              onName={setName}
+              submit="Create key"
+              busy={create.busy}
             />
-            <InputField
-              label="Name"
-              value={name}
-              onValue={setName}
-              required
-              maxLength={100}
-              aria-invalid={name !== '' && !validName}
-              hint={NAME_HINT}
-            />
-            <Button type="submit" kind="primary" busy={create.busy} disabled={!project || !validName}>
-              Create key
-            </Button>
           </div>
         </fieldset>
       </form>

@@ -6,7 +6,7 @@ import type { ComponentChildren } from 'preact';
 import { ApiError, type Params, queryPath, urlOf } from '../api';
 import { Link } from '../router';
 import { useScope } from '../scope';
-import { Button, formatUsd } from '../ui';
+import { Button, formatUsd, SelectField, TextField } from '../ui';
 
 /** org_id, and project_id when the scope names a project: what every query route takes. */
 export const useQueryScope = (): { org_id: string; project_id: string | undefined; ready: boolean } => {
@@ -209,3 +209,32 @@ export const compareUsd = (a: string, b: string): number => {
   const d = toUnits(a) - toUnits(b);
   return d > 0n ? 1 : d < 0n ? -1 : 0;
 };
+
+/**
+ * The end of a list's filter form, shared by requests and sessions: the time window, rows per
+ * page (which applies at once), and the apply and clear buttons.
+ */
+export const WindowAndPaging = (props: {
+  from: string;
+  to: string;
+  onFrom: (v: string) => void;
+  onTo: (v: string) => void;
+  limit: number;
+  onLimit: (limit: number) => void;
+  onClear: () => void;
+}) => (
+  <>
+    <TextField label="From (UTC)" type="datetime-local" value={props.from} onValue={props.onFrom} />
+    <TextField label="To (UTC, exclusive)" type="datetime-local" value={props.to} onValue={props.onTo} />
+    <SelectField
+      label="Rows per page"
+      value={String(props.limit)}
+      onValue={(v) => props.onLimit(Number(v))}
+      options={LIMITS}
+    />
+    <Button kind="primary" type="submit">
+      Apply filters
+    </Button>
+    <Button onClick={props.onClear}>Clear</Button>
+  </>
+);

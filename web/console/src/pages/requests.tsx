@@ -24,7 +24,6 @@ import {
   type Facets,
   Fields,
   intParam,
-  LIMITS,
   Money,
   modelOf,
   ms,
@@ -40,6 +39,7 @@ import {
   tokens,
   useQueryScope,
   utcInstant,
+  WindowAndPaging,
   yes,
 } from './requests-shared';
 import './query-pages.css';
@@ -166,26 +166,19 @@ const RequestList = () => {
         </div>
         <div class="row">
           <TextField label="Session id" value={form.session_id} onValue={set('session_id')} />
-          <TextField label="From (UTC)" type="datetime-local" value={form.from} onValue={set('from')} />
-          <TextField label="To (UTC, exclusive)" type="datetime-local" value={form.to} onValue={set('to')} />
-          <SelectField
-            label="Rows per page"
-            value={String(limit)}
-            onValue={(v) => apply(applied, 0, Number(v))}
-            options={LIMITS}
-          />
-          <Button kind="primary" type="submit">
-            Apply filters
-          </Button>
-          <Button
-            onClick={() => {
+          <WindowAndPaging
+            from={form.from}
+            to={form.to}
+            onFrom={set('from')}
+            onTo={set('to')}
+            limit={limit}
+            onLimit={(n) => apply(applied, 0, n)}
+            onClear={() => {
               const empty = readFilters(new URLSearchParams());
               setForm(empty);
               apply(empty);
             }}
-          >
-            Clear
-          </Button>
+          />
         </div>
         <ErrorBox error={facets.error} />
       </form>

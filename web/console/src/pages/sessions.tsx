@@ -22,7 +22,6 @@ import { RequestTable } from './requests';
 import {
   type Facets,
   intParam,
-  LIMITS,
   Money,
   modelOf,
   type PageOf,
@@ -33,6 +32,7 @@ import {
   tokens,
   useQueryScope,
   utcInstant,
+  WindowAndPaging,
 } from './requests-shared';
 import './query-pages.css';
 
@@ -132,26 +132,19 @@ const SessionList = () => {
             empty="Any model"
             options={opts(facets.data?.models, form.model)}
           />
-          <TextField label="From (UTC)" type="datetime-local" value={form.from} onValue={set('from')} />
-          <TextField label="To (UTC, exclusive)" type="datetime-local" value={form.to} onValue={set('to')} />
-          <SelectField
-            label="Rows per page"
-            value={String(limit)}
-            onValue={(v) => apply(applied, 0, Number(v))}
-            options={LIMITS}
-          />
-          <Button kind="primary" type="submit">
-            Apply filters
-          </Button>
-          <Button
-            onClick={() => {
+          <WindowAndPaging
+            from={form.from}
+            to={form.to}
+            onFrom={set('from')}
+            onTo={set('to')}
+            limit={limit}
+            onLimit={(n) => apply(applied, 0, n)}
+            onClear={() => {
               const empty = readFilters(new URLSearchParams());
               setForm(empty);
               apply(empty);
             }}
-          >
-            Clear
-          </Button>
+          />
         </div>
         <ErrorBox error={facets.error} />
       </form>

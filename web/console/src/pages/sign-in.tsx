@@ -6,7 +6,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, urlOf } from '../api';
 import { useLocation } from '../router';
-import { ErrorBox, Notice } from '../ui';
+import { Button, ErrorBox, Notice } from '../ui';
 
 /** What each sign-in failure means to the person in front of the browser, and what to do. */
 const REASONS: Record<string, { title: string; text: string }> = {
@@ -47,6 +47,22 @@ export const SignInPage = () => {
   const [error, setError] = useState<unknown>(null);
   const [inviteState, setInviteState] = useState<string | null>(null);
   const reason = params.get('error');
+  const link = params.get('link') ?? '';
+  const [linkError, setLinkError] = useState<unknown>(null);
+  const [linkBusy, setLinkBusy] = useState(false);
+  const useLink = async () => {
+    setLinkBusy(true);
+    setLinkError(null);
+    try {
+      const r = await api.post<{ return_to: string }>('/api/session/link', { token: link });
+      location.assign(
+        r.return_to.startsWith('/') && !r.return_to.startsWith('//') ? r.return_to : '/console',
+      );
+    } catch (err) {
+      setLinkError(err);
+      setLinkBusy(false);
+    }
+  };
   const invite = params.get('invite') ?? '';
   const code = params.get('registration_code') ?? '';
   const returnTo = params.get('return_to') ?? '/console/requests';
@@ -81,10 +97,21 @@ export const SignInPage = () => {
         <div class="error" role="alert">
           <h2>{failure.title}</h2>
           <p>{failure.text}</p>
-          {params.get('message') ? <p class="muted">Details: {params.get('message')}</p> : null}
         </div>
       ) : null}
       {params.get('signed_out') ? <Notice>You are signed out.</Notice> : null}
+      {link ? (
+        <section class="card" aria-labelledby="link-title">
+          <h2 id="link-title">Sign in with your link</h2>
+          <p>
+            An operator made this single-use link for you. Continue to sign in; the link cannot be used again.
+          </p>
+          <Button kind="primary" busy={linkBusy} onClick={useLink}>
+            Continue
+          </Button>
+          <ErrorBox error={linkError} />
+        </section>
+      ) : null}
       {inviteState ? <Notice>{inviteState}</Notice> : null}
       <ErrorBox error={error} />
       {providers === null ? null : providers.length === 0 ? (

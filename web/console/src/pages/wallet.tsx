@@ -9,19 +9,20 @@ import { api, download } from '../api';
 import { useScope } from '../scope';
 import {
   Button,
+  CheckField,
   ErrorBox,
   formatTime,
   formatUsd,
   Loading,
   Notice,
   Page,
-  SecretOnce,
   Section,
   Table,
+  TextField,
   useAction,
   useLoad,
 } from '../ui';
-import { CheckInput, InputField } from './keys-common';
+
 import './control-pages.css';
 
 interface AutoRefill {
@@ -76,8 +77,79 @@ interface PaymentsConfig {
   enabled: boolean;
   provider: string | null;
   publishable_key: string | null;
+  /** Where the browser confirms a payment intent with the publishable key (null: no browser step). */
+  api_base: string | null;
   currency: string;
 }
+
+/**
+ * The browser's half of a top-up, on the payment provider's wire (as Stripe.js sends it): confirm
+ * the payment intent with the publishable key, its client secret and a payment method. The secret
+ * key never leaves the server; the wallet is credited when the provider's signed webhook arrives.
+ */
+const confirmPayment = async (
+  cfg: PaymentsConfig,
+  intent: { id: string; clientSecret: string },
+  paymentMethod: string,
+): Promise<void> => {
+  const res = await fetch(`${cfg.api_base}/v1/payment_intents/${encodeURIComponent(intent.id)}/confirm`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      key: cfg.publishable_key ?? '',
+      client_secret: intent.clientSecret,
+      payment_method: paymentMethod,
+    }),
+    credentials: 'omit',
+  });
+  if (res.ok) return;
+  const body = (await res.json().catch(() => null)) as { error?: { message?: string } } | null;
+  throw new Error(`the payment provider refused the payment: ${body?.error?.message ?? res.status}`);
+};
+
+const PayStep = (props: { cfg: PaymentsConfig; intent: { id: string; clientSecret: string } }) => {
+  const [method, setMethod] = useState(
+    props.cfg.publishable_key?.startsWith('pk_test_') ? 'pm_card_visa' : '',
+  );
+  const [sent, setSent] = useState(false);
+  const pay = useAction();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const ok = await pay.run(async () => {
+      await confirmPayment(props.cfg, props.intent, method.trim());
+      return true;
+    });
+    if (ok) setSent(true);
+  };
+  if (sent)
+    return (
+      <p role="status">
+        Payment confirmed with the provider; the wallet is credited when its webhook arrives (checked below).
+      </p>
+    );
+  return (
+    <form class="row" onSubmit={submit} aria-label="Pay">
+      <TextField
+        label="Payment method"
+        value={method}
+        onValue={setMethod}
+        required
+        pattern="pm_[A-Za-z0-9_]+"
+        hint="A payment method id of your provider account (pm_card_visa in test mode)."
+      />
+      <Button
+        type="submit"
+        kind="primary"
+        busy={pay.busy}
+        disabled={!/^pm_[A-Za-z0-9_]+$/.test(method.trim())}
+        data-testid="topup-pay"
+      >
+        Pay
+      </Button>
+      <ErrorBox error={pay.error} />
+    </form>
+  );
+};
 interface TopUpCreated {
   topup_id: string;
   payment_intent_id: string;
@@ -316,15 +388,15 @@ const TopUp = (props: { workspaceId: string; canManage: boolean; onCredited: () 
         <>
           <p class="muted">
             Payment provider: {cfg.provider ?? 'unknown'}; publishable key{' '}
-            <code>{cfg.publishable_key ?? 'not set'}</code>. The console loads no script from the payment
-            provider: it creates the payment intent here, and the wallet is credited when the provider's
-            signed webhook reports the payment succeeded.
+            <code>{cfg.publishable_key ?? 'not set'}</code>. A top-up creates a payment intent here, you
+            confirm it with the provider from this page, and the wallet is credited when the provider's signed
+            webhook reports the payment succeeded.
           </p>
           {props.canManage ? null : (
             <Notice>Only a workspace manager may top up this wallet (SPEC 5); you are a member.</Notice>
           )}
           <form class="row" onSubmit={submit}>
-            <InputField
+            <TextField
               label="Amount (USD)"
               value={amount}
               onValue={setAmount}
@@ -353,18 +425,14 @@ const TopUp = (props: { workspaceId: string; canManage: boolean; onCredited: () 
               <strong>waiting for the payment (status {watched?.status ?? created.status})</strong>
             )}
           </p>
-          {secret ? (
-            <SecretOnce
-              label="Client secret of the payment intent, for the payment provider's confirm step with the publishable key."
-              secret={secret}
-              onClose={() => setSecret(null)}
-            />
+          {secret && cfg?.api_base ? (
+            <PayStep cfg={cfg} intent={{ id: created.payment_intent_id, clientSecret: secret }} />
           ) : null}
           {settled ? null : (
             <p class="muted">
-              The payment is confirmed in the provider's browser flow (its confirm call takes this client
-              secret and the publishable key). This page checks the top-up's status every few seconds and
-              shows the credit as soon as the provider's webhook arrives.
+              The payment is confirmed with the provider from this page (its publishable key and this top-up's
+              client secret; no provider script is loaded). This page checks the top-up's status every few
+              seconds and shows the credit as soon as the provider's webhook arrives.
             </p>
           )}
           <Button onClick={() => setPollTick((t) => t + 1)}>Check status now</Button>
@@ -448,8 +516,8 @@ const AutoRefillForm = (props: {
         <fieldset class="plain" disabled={!props.canManage}>
           <legend class="sr-only">Auto-refill</legend>
           <div class="row">
-            <CheckInput label="Enabled" checked={enabled} onChecked={setEnabled} />
-            <InputField
+            <CheckField label="Enabled" checked={enabled} onChecked={setEnabled} />
+            <TextField
               label="When available falls below (USD)"
               value={trigger}
               onValue={setTrigger}
@@ -457,7 +525,7 @@ const AutoRefillForm = (props: {
               required
               pattern={USD_PATTERN}
             />
-            <InputField
+            <TextField
               label="Refill amount (USD)"
               value={amount}
               onValue={setAmount}
@@ -522,7 +590,7 @@ const GrantForm = (props: { workspaceId: string; isAdmin: boolean; onGranted: ()
         <fieldset class="plain" disabled={!props.isAdmin}>
           <legend class="sr-only">Grant</legend>
           <div class="row">
-            <InputField
+            <TextField
               label="Amount (USD)"
               value={amount}
               onValue={setAmount}
@@ -531,8 +599,8 @@ const GrantForm = (props: { workspaceId: string; isAdmin: boolean; onGranted: ()
               pattern={USD_PATTERN}
               hint="A positive decimal."
             />
-            <InputField label="Reason" value={reason} onValue={setReason} required maxLength={500} />
-            <InputField
+            <TextField label="Reason" value={reason} onValue={setReason} required maxLength={500} />
+            <TextField
               label="Idempotency key"
               value={key}
               onValue={setKey}

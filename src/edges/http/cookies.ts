@@ -1,16 +1,23 @@
 /** The few cookie operations the console routes need (no cookie plugin is a dependency). */
 
-export const parseCookies = (header: string | undefined): Map<string, string> => {
-  const out = new Map<string, string>();
-  if (!header) return out;
-  for (const part of header.split(';')) {
+/** A request's cookies: the first value of each name, and how many times each name came. */
+export interface RequestCookies {
+  get(name: string): string | undefined;
+  count(name: string): number;
+}
+
+export const parseCookies = (header: string | undefined): RequestCookies => {
+  const first = new Map<string, string>();
+  const counts = new Map<string, number>();
+  for (const part of (header ?? '').split(';')) {
     const eq = part.indexOf('=');
     if (eq <= 0) continue;
     const name = part.slice(0, eq).trim();
+    counts.set(name, (counts.get(name) ?? 0) + 1);
     // The first occurrence wins, as in browsers' own lookup: the most specific path comes first.
-    if (!out.has(name)) out.set(name, part.slice(eq + 1).trim());
+    if (!first.has(name)) first.set(name, part.slice(eq + 1).trim());
   }
-  return out;
+  return { get: (name) => first.get(name), count: (name) => counts.get(name) ?? 0 };
 };
 
 export interface CookieOptions {

@@ -1,13 +1,16 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../../lib/errors.js';
 import { HealthRegistry } from '../../../lib/health.js';
 import { authenticatedApiFamily } from '../api-family.js';
+import { QUERY_ROUTE_SEGMENTS } from '../query/paths.js';
+import { registerQueryRoutes } from '../query/routes.js';
 import { createHttpServer } from '../server.js';
 import { credentialOf, csrfTokenFor, SESSION_COOKIE } from '../session-credential.js';
 import { queryRouteOf, registerApiProxy, rewriteQueryAlias } from './proxy.js';
@@ -155,10 +158,20 @@ describe('the session cookie on /api routes', () => {
     expect(res.statusCode).toBe(401);
   });
 
-  it('the CSRF token is a digest of the session: stable, distinct per session, not the token', () => {
+  it('the CSRF token is a digest of the session: stable, distinct per session', () => {
     expect(csrfTokenFor(TOKEN)).toBe(csrfTokenFor(TOKEN));
     expect(csrfTokenFor(TOKEN)).not.toBe(csrfTokenFor(`${TOKEN}x`));
-    expect(csrfTokenFor(TOKEN)).not.toContain(TOKEN);
+  });
+
+  it('refuses two session cookies (one planted by a sibling subdomain), whichever comes first', async () => {
+    for (const both of [
+      `${cookie}; ${SESSION_COOKIE}=svc_sess_planted`,
+      `${SESSION_COOKIE}=svc_sess_planted; ${cookie}`,
+    ]) {
+      const res = await local.inject({ url: '/api/requests', headers: { cookie: both } });
+      expect(res.statusCode).toBe(401);
+      expect(res.json().message).toContain('more than one console session cookie');
+    }
   });
 });
 
@@ -168,6 +181,10 @@ describe('/api/query/** (SPEC 4.5)', () => {
     expect(queryRouteOf('/api/query/traces/t1/tree')).toBe('/api/traces/t1/tree');
     expect(queryRouteOf('/api/query/workspaces')).toBeNull();
     expect(queryRouteOf('/api/query/../workspaces')).toBeNull();
+    expect(queryRouteOf('/api/query/requests/../workspaces')).toBeNull();
+    expect(queryRouteOf('/api/query/requests/%2e%2e/%2e%2e/workspaces')).toBeNull();
+    expect(queryRouteOf('/api/query/requests%2F..%2Fworkspaces')).toBeNull();
+    expect(queryRouteOf('/api/query//requests')).toBeNull();
     expect(queryRouteOf('/api/requests')).toBeNull();
   });
 
@@ -225,6 +242,41 @@ describe('/api/query/** (SPEC 4.5)', () => {
     expect(res.headers['set-cookie']).toContain('svc_oidc_state=s1');
   });
 
+  it('scaled out, nothing leaves /api or this upstream: dot segments, encoded ones, absolute targets', async () => {
+    const address = remote.server.address() as { port: number };
+    const raw = (target: string, extra = '') =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(address.port, '127.0.0.1', () =>
+          socket.write(
+            `GET ${target} HTTP/1.1\r\nhost: 127.0.0.1\r\ncookie: ${cookie}\r\n${extra}connection: close\r\n\r\n`,
+          ),
+        );
+        let out = '';
+        socket.on('data', (d) => {
+          out += d.toString();
+        });
+        socket.on('end', () => resolve(out));
+        socket.on('error', reject);
+      });
+    const upstreamPort = new URL(upstreamUrl).port;
+    for (const target of [
+      '/api/../metrics',
+      '/api/query/requests/../../metrics',
+      '/api/query/requests/../workspaces',
+      '/api/%2e%2e/metrics',
+      '/api/session/../requests',
+      '/api//requests',
+      `http://127.0.0.1:${upstreamPort}/api/requests`,
+      `http://127.0.0.1:9/api/requests?org_id=o1`,
+    ]) {
+      const answer = await raw(target);
+      expect(answer.split('\r\n')[0], target).toMatch(/^HTTP\/1\.1 (400|404)/);
+      expect(answer, target).not.toContain('caller');
+    }
+    // The ordinary path still works over the same socket kind.
+    expect((await raw('/api/query/requests?org_id=o1')).split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+  });
+
   it('scaled out, an API that does not answer is a 502 in the envelope', async () => {
     const dead = await createHttpServer({
       logger: silent,
@@ -244,6 +296,21 @@ describe('/api/query/** (SPEC 4.5)', () => {
   });
 });
 
+describe('the query route list', () => {
+  it('names exactly the first segments of the routes the query role registers', async () => {
+    const app = Fastify();
+    const segments = new Set<string>();
+    app.addHook('onRoute', (route) => {
+      segments.add(route.url.split('/')[2]!);
+    });
+    // With the trace routes (their deps are only read when a request comes).
+    await registerQueryRoutes(app, { traces: {} } as Parameters<typeof registerQueryRoutes>[1]);
+    await app.ready();
+    expect([...segments].sort()).toEqual([...QUERY_ROUTE_SEGMENTS].sort());
+    await app.close();
+  });
+});
+
 describe('the web app', () => {
   it('serves the page uncached with a strict CSP, and hashed assets for a year', async () => {
     for (const url of ['/console', '/console/requests/req_1']) {
@@ -257,7 +324,14 @@ describe('the web app', () => {
     const asset = await local.inject({ url: '/console/assets/main-ABC.js' });
     expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(asset.headers['content-type']).toBe('text/javascript; charset=utf-8');
-    expect((await local.inject({ url: '/console/assets/../index.html' })).statusCode).not.toBe(500);
+    // Assets come from the built set by name only: no path reaches another file. A path that is
+    // not an asset name is the page itself (the app's router answers it) or a 404.
+    expect((await local.inject({ url: '/console/assets/index.html' })).statusCode).toBe(404);
+    for (const url of ['/console/assets/../index.html', '/console/assets/%2e%2e%2f%2e%2e%2fpackage.json']) {
+      const res = await local.inject({ url });
+      expect([200, 404], url).toContain(res.statusCode);
+      if (res.statusCode === 200) expect(res.body).toBe('<!doctype html><div id="app"></div>');
+    }
     expect((await local.inject({ url: '/console/assets/nope.js' })).statusCode).toBe(404);
   });
 
