@@ -128,6 +128,16 @@ describe.skipIf(!executable)('the console in Chromium', () => {
       .poll(() => page.getByTestId('request-body').first().textContent(), { timeout: 10_000 })
       .toContain('console request 0');
     await shot('request-detail');
+
+    // Its trace: the gateway's own LLM span for this request (SPEC 4.3, 4.5), with its detail.
+    await page.getByRole('link', { name: 'Open its trace' }).click();
+    const span = page.getByTestId('span-item').first();
+    await span.waitFor({ timeout: 20_000 });
+    expect(await span.textContent()).toMatch(/LLM/i);
+    await span.click();
+    await page.getByText(ids[0]!).first().waitFor();
+    await shot('trace');
+    expect(await axeViolations()).toEqual([]);
   });
 
   it('watches a live session update', async () => {
