@@ -11,6 +11,30 @@ import { createHttpServer } from './server.js';
 const silent = pino({ level: 'silent' });
 
 describe('http server', () => {
+  it('answers a path with malformed percent-encoding in the envelope of its surface (SPEC 7.1, 7.2, 7.6)', async () => {
+    const app = await createHttpServer({
+      logger: silent,
+      metrics: new Registry(),
+      health: new HealthRegistry(),
+      roles: [{ name: 'gateway', http: (a) => void a.post('/v1/chat/completions', async () => ({})) }],
+    });
+    const base = await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const primary = await fetch(`${base}/v1/chat/completions%ED%A0%80`, { method: 'POST' });
+      expect(primary.status).toBe(400);
+      expect(primary.headers.get('x-svc-request-id')).toMatch(/^req_/);
+      expect(await primary.json()).toMatchObject({
+        error: { type: 'invalid_request_error', message: expect.stringContaining('percent-encoding') },
+      });
+      const alt = await fetch(`${base}/alt/v1/messages%ED%A0%80`, { method: 'POST' });
+      expect(await alt.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+      const api = await fetch(`${base}/api/requests%ED%A0%80`);
+      expect(await api.json()).toMatchObject({ error: 'bad_request' });
+    } finally {
+      await app.close();
+    }
+  });
+
   it('answers /healthz 503 naming the dependency that is down', async () => {
     const health = new HealthRegistry();
     health.register('postgres', async () => {});

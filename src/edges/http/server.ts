@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { Histogram, type Registry } from 'prom-client';
-import { renderApiError, ServiceError } from '../../lib/errors.js';
+import { renderAltError, renderApiError, renderPrimaryError, ServiceError } from '../../lib/errors.js';
 import type { HealthRegistry } from '../../lib/health.js';
 import { newId } from '../../lib/ids.js';
 import { labelled } from '../../lib/metrics.js';
@@ -45,6 +45,20 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     // Per-request access logs cost the hot path two log lines; durations go to /metrics instead.
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: 'idle',
+    // A request fastify cannot route at all (a path that is not valid percent-encoding) is still
+    // answered in the envelope of the surface it was sent to, with a request id.
+    frameworkErrors: (error, request, reply: FastifyReply) => {
+      const err = new ServiceError(
+        'bad_request',
+        error.code === 'FST_ERR_BAD_URL'
+          ? 'the request path is not valid: it has a malformed percent-encoding'
+          : 'the request could not be routed',
+      );
+      reply
+        .code(err.status)
+        .header('x-svc-request-id', request.id)
+        .send(envelopeFor(request.url, err, request.id));
+    },
     bodyLimit: options.bodyLimit ?? 32 * 1024 * 1024,
     return503OnClosing: true,
   });
@@ -117,6 +131,14 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
   }
   return app;
 };
+
+/** The error envelope of the surface a path belongs to: /v1 (SPEC 7.1), /alt (SPEC 7.2), else /api. */
+export const envelopeFor = (url: string | undefined, err: ServiceError, requestId?: string) =>
+  url?.startsWith('/v1/')
+    ? renderPrimaryError(err, requestId)
+    : url?.startsWith('/alt/')
+      ? renderAltError(err)
+      : renderApiError(err);
 
 /**
  * A request that carries no body is never refused for its `content-type` header: many HTTP client

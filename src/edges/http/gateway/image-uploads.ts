@@ -5,7 +5,7 @@ import { ServiceError } from '../../../lib/errors.js';
 import type { CanonicalRequest, UploadedFile } from '../../../providers/contract.js';
 import { invalid } from './body-rules.js';
 import { callGateway, type GatewayEdgeDeps } from './client.js';
-import { DEFAULT_IMAGE_MODEL } from './json-bodies.js';
+import { checkPartialImages, DEFAULT_IMAGE_MODEL } from './json-bodies.js';
 import { type MultipartLimits, multipartParts } from './multipart.js';
 
 /**
@@ -104,6 +104,7 @@ export const readImageForm = async (request: FastifyRequest, rules: FormRules): 
     throw invalid('n', 'n must be an integer from 1 to 10');
   if (raw.stream !== undefined && raw.stream !== 'true' && raw.stream !== 'false')
     throw invalid('stream', 'stream must be true or false');
+  checkPartialImages(raw.partial_images, 'multipart');
   return {
     operation: 'images',
     route: rules.route,

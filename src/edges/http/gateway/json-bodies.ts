@@ -70,6 +70,17 @@ export const parseModerationsBody = (body: unknown): CanonicalRequest => {
   };
 };
 
+/**
+ * `partial_images` (OpenAI images API): how many partial images a stream sends, 0 to 3; a JSON
+ * number, or the digits of a multipart text field.
+ */
+export const checkPartialImages = (value: unknown, form: 'json' | 'multipart' = 'json'): void => {
+  if (value === undefined) return;
+  const n = form === 'multipart' && typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  if (!(typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 3))
+    throw invalid('partial_images', 'partial_images must be an integer from 0 to 3');
+};
+
 /** The model the images API uses when a request names none. */
 export const DEFAULT_IMAGE_MODEL = 'dall-e-2';
 
@@ -89,6 +100,7 @@ export const parseImageGenerationBody = (body: unknown): CanonicalRequest => {
     throw invalid('n', 'n must be an integer from 1 to 10');
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== 'boolean')
     throw invalid('stream', 'stream must be a boolean');
+  checkPartialImages(raw.partial_images === null ? undefined : raw.partial_images);
   if (raw.user !== undefined && raw.user !== null && typeof raw.user !== 'string')
     throw invalid('user', 'user must be a string');
   return {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { embeddingsInputForm, embeddingsPromptTokens } from '../../../gateway/embeddings-input.js';
 import { ServiceError } from '../../../lib/errors.js';
-import { parseEmbeddingsBody, parseResponsesBody } from './json-bodies.js';
+import {
+  checkPartialImages,
+  parseEmbeddingsBody,
+  parseImageGenerationBody,
+  parseResponsesBody,
+} from './json-bodies.js';
 
 // SPEC 4.1 rule 4: request-global malformed embeddings input is refused before dispatch.
 
@@ -93,5 +98,33 @@ describe('parseResponsesBody', () => {
       raw: body,
     });
     expect(refusal(() => parseResponsesBody({ model: 'm', stream: 'yes' })).param).toBe('stream');
+  });
+});
+
+describe('parseImageGenerationBody: partial_images (OpenAI images API, 0 to 3)', () => {
+  const body = (partial_images: unknown) => ({ prompt: 'a cat', stream: true, partial_images });
+  it('accepts 0 to 3, and no value', () => {
+    for (const v of [0, 1, 2, 3, undefined, null])
+      expect(parseImageGenerationBody(body(v)).operation, String(v)).toBe('images');
+  });
+  it('refuses anything else with a 400 naming the field', () => {
+    for (const v of [-1, 4, 1.5, '2', true, 1e9]) {
+      let caught: unknown;
+      try {
+        parseImageGenerationBody(body(v));
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, String(v)).toBeInstanceOf(ServiceError);
+      expect((caught as ServiceError).param).toBe('partial_images');
+    }
+  });
+});
+
+describe('checkPartialImages (multipart edits send text fields)', () => {
+  it('takes digit strings 0 to 3 and refuses the rest', () => {
+    for (const v of ['0', '3', undefined]) expect(() => checkPartialImages(v, 'multipart')).not.toThrow();
+    for (const v of ['4', '-1', '1.0', ' 2', ''])
+      expect(() => checkPartialImages(v, 'multipart'), v).toThrow(/partial_images/);
   });
 });
