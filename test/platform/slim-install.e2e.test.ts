@@ -18,7 +18,16 @@ import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 // scripts and web: npm ci's prepare step builds the console (web/console) with scripts/build-console.mjs.
-const RUNTIME_FILES = ['bin', 'src', 'migrations', 'proto', 'scripts', 'web', 'package.json', 'package-lock.json'];
+const RUNTIME_FILES = [
+  'bin',
+  'src',
+  'migrations',
+  'proto',
+  'scripts',
+  'web',
+  'package.json',
+  'package-lock.json',
+];
 
 let slim: string;
 let bin: string;

@@ -11,16 +11,6 @@ import { credentialOf } from '../session-credential.js';
  * Only the query routes' own first segments (query/paths.ts) are reachable through it.
  */
 export const QUERY_PROXY_PREFIX = '/api/query/';
-const QUERY_SEGMENTS = new Set([
-  'requests',
-  'sessions',
-  'usage',
-  'metrics',
-  'reports',
-  'exports',
-  'body',
-  'traces',
-]);
 
 /**
  * A request target that stays what it says: an absolute path under /api/ with no empty, `.` or

@@ -1,6 +1,5 @@
 import type { FastifyRequest } from 'fastify';
 import { isPlatformAdmin } from '../../../config/config.js';
-import { bearerToken } from '../../../lib/bearer.js';
 import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
