@@ -290,9 +290,11 @@ export const useAction = () => {
 export const formatUsd = (v: string | number | null | undefined): string => {
   if (v === null || v === undefined || v === '') return '—';
   const s = String(v);
-  // Money stays a decimal string (SPEC: exact money); only its display is shortened.
-  const [int, frac = ''] = s.split('.');
-  return `$${int}${frac ? `.${frac.replace(/0+$/, '').padEnd(2, '0')}` : '.00'}`;
+  // Money stays a decimal string (SPEC: exact money); only its display is shortened. A negative
+  // amount reads "−$0.50", the sign before the currency.
+  const negative = s.startsWith('-');
+  const [int, frac = ''] = (negative ? s.slice(1) : s).split('.');
+  return `${negative ? '−' : ''}$${int}${frac ? `.${frac.replace(/0+$/, '').padEnd(2, '0')}` : '.00'}`;
 };
 
 export const formatTime = (v: string | number | null | undefined): string => {

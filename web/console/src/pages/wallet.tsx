@@ -171,9 +171,6 @@ const isTopUpAmount = (v: string) => {
   return cents >= 50 && cents <= 99_999_999;
 };
 
-/** formatUsd with the sign in front of the currency: -0.5 reads "−$0.50", not "$-0.50". */
-const signedUsd = (v: string): string => (v.startsWith('-') ? `−${formatUsd(v.slice(1))}` : formatUsd(v));
-
 const KIND_LABEL: Record<LedgerLine['kind'], string> = {
   topup: 'Top-up',
   grant: 'Grant',
@@ -188,7 +185,7 @@ const Balance = (props: { wallet: Wallet }) => {
       <dl class="figures">
         <div>
           <dt>Balance</dt>
-          <dd data-testid="wallet-balance">{signedUsd(w.balance_usd)}</dd>
+          <dd data-testid="wallet-balance">{formatUsd(w.balance_usd)}</dd>
         </div>
         <div>
           <dt>Held for requests in flight</dt>
@@ -196,7 +193,7 @@ const Balance = (props: { wallet: Wallet }) => {
         </div>
         <div>
           <dt>Available</dt>
-          <dd data-testid="wallet-available">{signedUsd(w.available_usd)}</dd>
+          <dd data-testid="wallet-available">{formatUsd(w.available_usd)}</dd>
         </div>
       </dl>
       <p class="muted">
@@ -284,12 +281,12 @@ const Ledger = (props: { workspaceId: string; tick: number }) => {
               { label: 'Type', cell: (l) => KIND_LABEL[l.kind] },
               {
                 label: 'Amount',
-                cell: (l) => <span title={`${l.amount_usd} USD`}>{signedUsd(l.amount_usd)}</span>,
+                cell: (l) => <span title={`${l.amount_usd} USD`}>{formatUsd(l.amount_usd)}</span>,
                 numeric: true,
               },
               {
                 label: 'Balance after',
-                cell: (l) => <span title={`${l.balance_usd} USD`}>{signedUsd(l.balance_usd)}</span>,
+                cell: (l) => <span title={`${l.balance_usd} USD`}>{formatUsd(l.balance_usd)}</span>,
                 numeric: true,
               },
               { label: 'Id', cell: (l) => <code>{l.id}</code> },
