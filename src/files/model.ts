@@ -1,4 +1,4 @@
-import { newId } from '../lib/ids.js';
+import { idTime, newId } from '../lib/ids.js';
 
 /**
  * The files of the primary edge (SPEC 4.1 /v1/files) in the OpenAI wire shapes, and the rules that
@@ -85,9 +85,6 @@ export const fileObject = (f: StoredFile): FileObject => ({
   status_details: null,
 });
 
-const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
-const FILE_ID = /^file-([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/;
-
 /**
  * A new file id: `file-`, the creation time in milliseconds (10 characters), 16 random ones. The
  * alphabet sorts like the time, so ids sort by creation time (the list's order and cursor).
@@ -95,13 +92,7 @@ const FILE_ID = /^file-([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/;
 export const newFileId = (now: number): string => `file-${newId('f', now).slice('f_'.length)}`;
 
 /** The creation time written in an id of `newFileId`, or null for anything else. */
-export const fileIdTime = (id: string): Date | null => {
-  const m = FILE_ID.exec(id);
-  if (!m) return null;
-  let ms = 0;
-  for (const c of m[1]!) ms = ms * 32 + ALPHABET.indexOf(c);
-  return new Date(ms);
-};
+export const fileIdTime = (id: string): Date | null => idTime(id, 'file-');
 
 /** Where a file's bytes live, relative to its organization in the object store. */
 export const objectKeyOf = (projectId: string, fileId: string): string => `files/${projectId}/${fileId}`;

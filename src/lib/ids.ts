@@ -32,6 +32,19 @@ export const newId = (prefix: string, now = Date.now()): string => {
   return `${prefix}_${time}${rand}`;
 };
 
+const TIME_CHARS = /^[0-9a-hjkmnp-tv-z]{26}$/;
+
+/**
+ * The creation time written in an id `newId` made (any prefix, e.g. `vs_`, or `file-` for ids
+ * shaped like OpenAI's), or null when `id` is not `prefix` and 26 id characters.
+ */
+export const idTime = (id: string, prefix: string): Date | null => {
+  if (!id.startsWith(prefix) || !TIME_CHARS.test(id.slice(prefix.length))) return null;
+  let ms = 0;
+  for (const c of id.slice(prefix.length, prefix.length + 10)) ms = ms * 32 + ALPHABET.indexOf(c);
+  return new Date(ms);
+};
+
 /** A secret token: a visible prefix and 32 random bytes in base64url. */
 export const newSecret = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
 

@@ -1,4 +1,4 @@
-import { newId } from '../lib/ids.js';
+import { idTime, newId } from '../lib/ids.js';
 
 /**
  * The vector stores of the primary edge (SPEC 4.1 /v1/vector_stores) in OpenAI's wire shapes, and
@@ -185,17 +185,8 @@ export const pageOf = <T extends { id: string }>(data: T[], hasMore: boolean): L
   has_more: hasMore,
 });
 
-const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
-const STORE_ID = /^vs_([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/;
-
 /** A new store id: `vs_`, the creation time in milliseconds (10 characters), 16 random ones. */
 export const newVectorStoreId = (now: number): string => newId('vs', now);
 
 /** The creation time written in an id of `newVectorStoreId`, or null for anything else. */
-export const vectorStoreIdTime = (id: string): Date | null => {
-  const m = STORE_ID.exec(id);
-  if (!m) return null;
-  let ms = 0;
-  for (const c of m[1]!) ms = ms * 32 + ALPHABET.indexOf(c);
-  return new Date(ms);
-};
+export const vectorStoreIdTime = (id: string): Date | null => idTime(id, 'vs_');

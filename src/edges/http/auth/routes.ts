@@ -40,6 +40,7 @@ export const registerAuthRoutes = async (app: FastifyInstance, deps: AuthHttpDep
     registerDeveloperTokenRoutes(scope, deps.developerTokens, family.caller);
     registerSessionRoutes(scope, {
       sessions: deps.sessions,
+      sessionByToken: (token) => deps.reads.sessionByToken(token),
       reads: deps.controlPlaneReads,
       providers: deps.providers,
       platformAdmins: deps.platformAdmins,

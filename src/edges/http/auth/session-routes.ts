@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { SessionRow } from '../../../commands/auth/ports.js';
 import type { Sessions } from '../../../commands/auth/sessions.js';
 import { isPlatformAdmin } from '../../../config/config.js';
 import { ServiceError } from '../../../lib/errors.js';
@@ -14,7 +15,9 @@ import { credentialOf, csrfTokenFor, SESSION_COOKIE } from '../session-credentia
 export const registerSessionRoutes = (
   app: FastifyInstance,
   deps: {
-    sessions: Sessions;
+    sessions: Pick<Sessions, 'revoke'>;
+    /** The session row a token names; the family's hook has already found it live. */
+    sessionByToken: (token: string) => Promise<SessionRow | null>;
     reads: ControlPlaneReads;
     providers: () => readonly string[];
     /** SVC_PLATFORM_ADMINS: these users' sessions act as the platform administrator. */
@@ -27,7 +30,7 @@ export const registerSessionRoutes = (
   app.get('/api/session', async (request) => {
     const principal = deps.principal(request);
     const token = credentialOf(request)!;
-    const session = await deps.sessions.verify(token);
+    const session = await deps.sessionByToken(token);
     if (!session) throw new ServiceError('unauthenticated', 'invalid or expired session token');
     const admin = isPlatformAdmin(deps.platformAdmins, principal.email);
     // The administrator sees every workspace, as a manager would; a user sees their own.
@@ -51,7 +54,7 @@ export const registerSessionRoutes = (
   // cookie is cleared.
   app.post('/api/session/sign-out', async (request, reply) => {
     const principal = deps.principal(request);
-    const session = await deps.sessions.verify(credentialOf(request)!);
+    const session = await deps.sessionByToken(credentialOf(request)!);
     if (session) await deps.sessions.revoke({ id: `user:${principal.user_id}` }, session.session_id);
     reply.header(
       'set-cookie',
