@@ -86,15 +86,19 @@ const shapeOf = (
 };
 
 /**
- * Request fields that bring in context the upstream holds (an earlier response, a conversation, a
- * stored prompt): the upstream bills it as prompt, and the gateway cannot see its size, so no hold
- * sized from the body covers it.
+ * Responses API fields that bring in context the upstream holds (an earlier response, a
+ * conversation, a stored prompt): the upstream bills it as prompt, and the gateway cannot see its
+ * size, so no hold sized from the body covers it. Other routes' fields of the same names mean
+ * something else (an image request's `prompt` is its text).
  */
 const UPSTREAM_STATE = ['previous_response_id', 'conversation', 'prompt'] as const;
 
 /** Why no wallet-funded candidate can be held for this request, whatever its card; undefined: it can. */
-const unholdable = (canonical: RequestScope['input']['canonical']): string | undefined => {
-  const state = UPSTREAM_STATE.find((f) => canonical.raw[f] !== undefined && canonical.raw[f] !== null);
+export const unholdable = (canonical: RequestScope['input']['canonical']): string | undefined => {
+  const state =
+    canonical.operation === 'responses'
+      ? UPSTREAM_STATE.find((f) => canonical.raw[f] !== undefined && canonical.raw[f] !== null)
+      : undefined;
   if (state !== undefined)
     return `${state} brings in context the upstream holds, whose size no hold can cover; send the whole context, or use the project's own key`;
   if (choicesOf(canonical.n) === null)

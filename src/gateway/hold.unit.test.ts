@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { worstCaseOutput } from './hold.js';
+import { unholdable, worstCaseOutput } from './hold.js';
 
 // SPEC 8 "escrow hold": the output side of a hold is the most the endpoint can bill for.
 describe('worstCaseOutput', () => {
@@ -18,5 +18,17 @@ describe('worstCaseOutput', () => {
     expect(worstCaseOutput(undefined, endpoint(8_192, 200_000))).toBe(8_192);
     expect(worstCaseOutput(undefined, endpoint(null, 128_000))).toBe(128_000);
     expect(worstCaseOutput(undefined, endpoint(null))).toBe(4_096);
+  });
+});
+
+describe('unholdable (SPEC 8 escrow)', () => {
+  const canonical = (operation: string, raw: Record<string, unknown>) =>
+    ({ operation, raw, n: undefined }) as unknown as Parameters<typeof unholdable>[0];
+  it('refuses a wallet hold for Responses context the upstream holds', () => {
+    for (const f of ['previous_response_id', 'conversation', 'prompt'])
+      expect(unholdable(canonical('responses', { [f]: 'x' })), f).toMatch(f);
+  });
+  it('holds an image request: its prompt is its text, not stored context', () => {
+    expect(unholdable(canonical('images', { prompt: 'a cat' }))).toBeUndefined();
   });
 });

@@ -182,7 +182,14 @@ const applyOne = async (c: PoolClient, stored: StoredEvent): Promise<void> => {
       await c.query(
         `INSERT INTO rm_connections (connection_id, workspace_id, org_id, project_id, provider, name, base_url, metadata,
                                      secret_ciphertext, created_at, lane)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+         -- A connection's id comes from its scope and name, so one deleted and created again is the
+         -- same row come back (a plain insert stopped the projection for every tenant).
+         ON CONFLICT (connection_id) DO UPDATE SET workspace_id = EXCLUDED.workspace_id,
+           org_id = EXCLUDED.org_id, project_id = EXCLUDED.project_id, provider = EXCLUDED.provider,
+           name = EXCLUDED.name, base_url = EXCLUDED.base_url, metadata = EXCLUDED.metadata,
+           secret_ciphertext = EXCLUDED.secret_ciphertext, created_at = EXCLUDED.created_at,
+           lane = EXCLUDED.lane, deleted_at = NULL`,
         [
           e.data.connection_id,
           e.data.workspace_id,
