@@ -101,6 +101,27 @@ export const configSchema = z.object({
   SVC_DATABASE_URL: url(['postgres:', 'postgresql:']),
   SVC_NATS_URL: url(['nats:', 'tls:', 'ws:', 'wss:']),
   SVC_CLICKHOUSE_URL: url(['http:', 'https:']),
+  /**
+   * `single`: the analytics tables are plain MergeTree tables on one server. `cluster`: each is a
+   * Replicated table on every node of SVC_CLICKHOUSE_CLUSTER with a Distributed table of the same
+   * name over them (analytics/migrate.ts), so every statement of the service reads and writes the
+   * Distributed tables unchanged.
+   */
+  SVC_CLICKHOUSE_DDL: z.enum(['single', 'cluster']).default('single'),
+  /** The cluster name of `ON CLUSTER` and the Distributed tables when SVC_CLICKHOUSE_DDL=cluster. */
+  SVC_CLICKHOUSE_CLUSTER: optionalString,
+  /** Where objects (request bodies, files, trace payloads, audit archives) live: the data dir, or S3. */
+  SVC_OBJECT_STORE: z.enum(['fs', 's3']).default('fs'),
+  /** The S3-compatible endpoint (https://s3.us-east-1.amazonaws.com, http://minio:9000); required for s3. */
+  SVC_S3_ENDPOINT: url(['http:', 'https:']),
+  SVC_S3_BUCKET: optionalString,
+  SVC_S3_REGION: z.string().min(1).default('us-east-1'),
+  SVC_S3_ACCESS_KEY_ID: optionalString,
+  SVC_S3_SECRET_ACCESS_KEY: optionalString,
+  /** Keys live under this prefix in the bucket (a bucket shared with other data); empty for none. */
+  SVC_S3_PREFIX: optionalString,
+  /** `path`: http://endpoint/bucket/key (MinIO, most self-hosted stores); `virtual`: http://bucket.endpoint/key. */
+  SVC_S3_ADDRESSING: z.enum(['path', 'virtual']).default('path'),
   SVC_MASTER_KEY: masterKey,
   SVC_ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, {
     message: 'must be at least 16 characters',
@@ -119,6 +140,13 @@ export const configSchema = z.object({
    * what they are doing; `inline` keeps every role in the one process.
    */
   SVC_SERVE_DATA_PROCESS: z.enum(['auto', 'inline']).default('auto'),
+  /**
+   * How many processes `svc serve` runs its HTTP roles in, sharing the ports (cli/workers.ts):
+   * `auto` is the number of cores when the gateway is the only role, else 1. `--workers` overrides.
+   */
+  SVC_SERVE_WORKERS: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
+    .default('auto'),
   /**
    * SPEC 4.7 allows loopback HTTP origins, meant for operators and tests. Upstream origins a tenant
    * sets (connection base_url, deployment host resource and domain, project endpoint) reach public
@@ -227,6 +255,7 @@ export const SECRET_KEYS: ReadonlySet<keyof Config> = new Set([
   'SVC_ADMIN_TOKEN',
   'SVC_PAYMENT_API_KEY',
   'SVC_PAYMENT_WEBHOOK_SECRET',
+  'SVC_S3_SECRET_ACCESS_KEY',
   // Holds the identity providers' client secrets.
   'SVC_OIDC_PROVIDERS',
 ]);
