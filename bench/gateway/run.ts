@@ -127,6 +127,14 @@ const printArrivals = (direct: Arrival[], through: { label: string; arrivals: Ar
   );
 };
 
+// `-- --workers N`: 1 and N gateway workers side by side, instead of the targets below.
+const workersFlag = process.argv.indexOf('--workers');
+if (workersFlag >= 0) {
+  const { runWorkersBench } = await import('./workers.js');
+  await runWorkersBench(Number(process.argv[workersFlag + 1]));
+  process.exit(0);
+}
+
 const cleanup = cleanupStack();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {

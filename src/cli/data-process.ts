@@ -54,7 +54,7 @@ export const isDataMessage = <T extends { tag: string }>(m: unknown): m is T =>
 type Untagged<T> = T extends unknown ? Omit<T, 'tag'> : never;
 export const dataMessage = <T extends ToChild | FromChild>(m: Untagged<T>): T => ({ tag: TAG, ...m }) as T;
 
-const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
+export const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
 const RESTART_MIN_MS = 1_000;
 const RESTART_MAX_MS = 30_000;
 const ASK_TIMEOUT_MS = 2_000;

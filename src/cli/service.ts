@@ -78,6 +78,14 @@ export const startService = async (
     listen?: boolean;
     /** Prefixes Node's default metrics, so a data process's do not collide with its parent's. */
     defaultMetricsPrefix?: string;
+    /**
+     * In a worker of `svc serve --workers` (cli/workers.ts): the data roles run in the data process
+     * the supervisor owns, reached through it. They are named beside this process's roles, never
+     * started or stopped here; `roles` then holds only this process's own.
+     */
+    remoteData?: { roles: RoleName[]; process: DataProcess | null };
+    /** This process's own files (RoleContext.processDir); the data dir unless given. */
+    processDir?: string;
   },
 ): Promise<RunningService> => {
   const listen = options.listen !== false;
@@ -112,7 +120,10 @@ export const startService = async (
   let grpcServer: GrpcServer | null = null;
   let dataProcess: DataProcess | null = null;
   const started: Role[] = [];
-  const split = splitRoles(options.roles, config.SVC_SERVE_DATA_PROCESS);
+  const remote = options.remoteData;
+  const split = remote
+    ? { here: options.roles, child: remote.roles }
+    : splitRoles(options.roles, config.SVC_SERVE_DATA_PROCESS);
 
   // Everything that holds a PostgreSQL connection closes before the database does: the embedded
   // server is stopped last, so no session of ours sees it go.
@@ -151,7 +162,11 @@ export const startService = async (
       .ensureStreams()
       .catch((err: unknown) => logger.warn({ err }, 'bus streams not ensured at start; will retry on use'));
     checkpoint();
-    if (split.child.length > 0) {
+    if (remote) {
+      const given = remote.process;
+      dataProcess = given;
+      if (given) health.register('data-process', () => given.health());
+    } else if (split.child.length > 0) {
       const started = await startDataProcess({
         config,
         databaseUrl: database.url,
@@ -188,7 +203,7 @@ export const startService = async (
       analytics,
       objects,
       config,
-      dataDir: dataDirOf(config),
+      processDir: options.processDir ?? dataDirOf(config),
       databaseUrl: database.url,
       pool: database.pool,
       eventStore,

@@ -305,12 +305,12 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     prepare: async () => {
       publisher = await RequestRecordPublisher.open({
         bus: ctx.bus,
-        dataDir: ctx.dataDir,
+        dataDir: ctx.processDir,
         // Close runs after the HTTP drain, inside SVC_SHUTDOWN_TIMEOUT_MS: publishes still in
         // flight on a hung bus must fall back to the spool well before the forced exit.
         closeTimeoutMs: Math.floor(c.SVC_SHUTDOWN_TIMEOUT_MS / 4),
         onError: (err) => ctx.logger.warn({ err }, 'request.completed publication problem'),
-        journalDir: journalPath(ctx.dataDir),
+        journalDir: journalPath(ctx.processDir),
       });
       const records = publisher;
       if (records.adopted.segments > 0)

@@ -29,7 +29,11 @@ export type RoleName = (typeof ROLE_NAMES)[number];
 /** What the composition root hands each role: ports, config and the process's shared registries. */
 export interface RoleContext {
   config: Config;
-  dataDir: string;
+  /**
+   * This process's own files, which no other process may share (the gateway's spool and request
+   * journal): the data dir, or a worker's directory under it (cli/workers.ts).
+   */
+  processDir: string;
   databaseUrl: string;
   pool: Pool;
   eventStore: EventStore;

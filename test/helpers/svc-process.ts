@@ -57,7 +57,15 @@ export const startServe = (
 ): Promise<ServeProcess> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, 'serve', '--json', ...args], {
-      env: { ...process.env, SVC_HTTP_PORT: '0', SVC_GRPC_PORT: '0', SVC_LOG_LEVEL: 'warn', ...env },
+      // One process unless a test asks for workers (a gateway alone would start one per core).
+      env: {
+        ...process.env,
+        SVC_HTTP_PORT: '0',
+        SVC_GRPC_PORT: '0',
+        SVC_LOG_LEVEL: 'warn',
+        SVC_SERVE_WORKERS: '1',
+        ...env,
+      },
       stdio: 'pipe',
     });
     let out = '';

@@ -11,6 +11,8 @@ import { runDataProcess } from '../data-process-child.js';
 import { emit } from '../output.js';
 import { readConfig } from '../runtime.js';
 import { parseRoles, type RunningService, startService } from '../service.js';
+import { runWorker } from '../worker-process.js';
+import { type RunningWorkers, startWorkers, workerCount, workerRoles } from '../workers.js';
 
 /**
  * SVC_HEAP=lean, and `auto` in a process without data roles (a gateway). V8 reads the factor at
@@ -45,9 +47,17 @@ const displayPath = (path: string): string => {
   return rel && !rel.startsWith('..') ? rel : path;
 };
 
-const banner = (s: RunningService): string => {
+/** What the banner shows of one process's service, or of a supervisor's workers. */
+type Served = Pick<
+  RunningService,
+  'httpUrl' | 'grpcPort' | 'roles' | 'notBuilt' | 'dataProcess' | 'database' | 'secrets'
+> & {
+  workers?: (number | null)[];
+};
+
+const banner = (s: Served): string => {
   const lines = [
-    `svc is serving on ${s.httpUrl} (gRPC on port ${s.grpcPort})`,
+    `svc is serving on ${s.httpUrl} (gRPC on port ${s.grpcPort})${s.workers ? ` in ${s.workers.length} worker processes (pids ${s.workers.join(', ')})` : ''}`,
     `  roles:    ${s.roles.join(', ') || '(none)'}${s.notBuilt.length ? `   not built yet: ${s.notBuilt.join(', ')}` : ''}`,
     ...(s.dataProcess.roles.length
       ? [
@@ -152,43 +162,89 @@ export const registerServe = (program: Command): void => {
     .command('serve')
     .description('run the service: every role in one process, or the roles named with --roles')
     .option('--roles <list>', 'comma-separated roles to run (default: all)')
+    .option(
+      '--workers <n>',
+      'processes to serve the HTTP roles in, sharing the ports (default SVC_SERVE_WORKERS: one per core for the gateway alone, else 1)',
+    )
     .option('--json', 'print the start-up summary as JSON')
-    // The child `svc serve` starts for its data roles (cli/data-process.ts); not for people.
+    // The children `svc serve` starts itself (cli/data-process.ts, cli/workers.ts); not for people.
     .addOption(new Option('--data-process').hideHelp())
-    .action(async (opts: { roles?: string; json?: boolean; dataProcess?: boolean }) => {
-      const config = readConfig();
-      const roles = parseRoles(opts.roles);
-      const own = opts.dataProcess ? roles : ownRoles(config, roles);
-      if (leanHeap(config.SVC_HEAP, own)) for (const flag of LEAN_HEAP_FLAGS) setFlagsFromString(flag);
-      if (opts.dataProcess) {
-        const logger = pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION, process: 'data' } });
-        return runDataProcess(config, roles, logger);
-      }
-      const logger = pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
-      const signals = handleSignals(logger, config.SVC_SHUTDOWN_TIMEOUT_MS);
-      let service: RunningService;
-      try {
-        service = await startService(config, { roles, logger, signal: signals.signal });
-      } catch (err) {
-        if (!(err instanceof StopRequested)) throw err;
-        logger.info({ signal: err.signal }, 'stopped during start-up');
-        process.exit(0);
-      }
-      emit(
-        opts.json,
-        {
-          http_url: service.httpUrl,
-          grpc_port: service.grpcPort,
-          roles: service.roles,
-          data_process: { roles: service.dataProcess.roles, pid: service.dataProcess.pid },
-          not_built: service.notBuilt,
-          database: redactUrl(service.database.url),
-          embedded_database: service.database.embedded !== null,
-          secrets_file: service.secrets.path,
-        },
-        () => banner(service),
-        { compact: true },
-      );
-      signals.running(service.stop);
-    });
+    .addOption(new Option('--worker <slot>').hideHelp())
+    .action(
+      async (opts: {
+        roles?: string;
+        json?: boolean;
+        dataProcess?: boolean;
+        worker?: string;
+        workers?: string;
+      }) => {
+        const config = readConfig();
+        const roles = parseRoles(opts.roles);
+        const workers =
+          opts.dataProcess || opts.worker !== undefined
+            ? 1
+            : workerCount(config.SVC_SERVE_WORKERS, opts.workers, roles);
+        const own =
+          opts.dataProcess || opts.worker !== undefined
+            ? roles
+            : workers > 1
+              ? workerRoles(roles).http
+              : ownRoles(config, roles);
+        if (leanHeap(config.SVC_HEAP, own)) for (const flag of LEAN_HEAP_FLAGS) setFlagsFromString(flag);
+        if (opts.dataProcess) {
+          const logger = pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION, process: 'data' } });
+          return runDataProcess(config, roles, logger);
+        }
+        if (opts.worker !== undefined) {
+          const slot = Number(opts.worker);
+          const logger = pino({
+            level: config.SVC_LOG_LEVEL,
+            base: { svc: VERSION, process: 'worker', slot },
+          });
+          await runWorker(config, roles, slot, logger);
+          return;
+        }
+        const logger = pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
+        const signals = handleSignals(logger, config.SVC_SHUTDOWN_TIMEOUT_MS);
+        let served: Served;
+        let stop: () => Promise<void>;
+        try {
+          if (workers > 1) {
+            const running: RunningWorkers = await startWorkers(config, {
+              roles,
+              count: workers,
+              logger,
+              signal: signals.signal,
+            });
+            served = { ...running, workers: running.workerPids() };
+            stop = running.stop;
+          } else {
+            const service = await startService(config, { roles, logger, signal: signals.signal });
+            served = service;
+            stop = service.stop;
+          }
+        } catch (err) {
+          if (!(err instanceof StopRequested)) throw err;
+          logger.info({ signal: err.signal }, 'stopped during start-up');
+          process.exit(0);
+        }
+        emit(
+          opts.json,
+          {
+            http_url: served.httpUrl,
+            grpc_port: served.grpcPort,
+            roles: served.roles,
+            data_process: { roles: served.dataProcess.roles, pid: served.dataProcess.pid },
+            workers: served.workers ?? [process.pid],
+            not_built: served.notBuilt,
+            database: redactUrl(served.database.url),
+            embedded_database: served.database.embedded !== null,
+            secrets_file: served.secrets.path,
+          },
+          () => banner(served),
+          { compact: true },
+        );
+        signals.running(stop);
+      },
+    );
 };

@@ -1,0 +1,277 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-upstream.js';
+import { eventually } from '../helpers/gateway-env.js';
+import { grpcClient } from '../helpers/grpc.js';
+import { leftoversAfter, leftoversUnder } from '../helpers/leftovers.js';
+import { missingRows } from '../helpers/outside.js';
+import { runSvc, type ServeProcess, SVC_BIN, startServe } from '../helpers/svc-process.js';
+
+// Issue 26 item 2: `svc serve --workers 2` on the embedded default. The HTTP roles serve from two
+// processes on one port, the data roles from the supervisor's one data process, whose embedded
+// analytics engine answers both workers' query roles; a worker killed with -9 is started again in
+// its slot; SIGTERM drains them all and leaves no process behind.
+
+let dataDir: string;
+let env: Record<string, string>;
+let fake: FakeOpenAI;
+let serve: ServeProcess | null = null;
+let boot: { org_id: string; project_id: string; api_key: string };
+let lastRefusal = '';
+const admin = `admin-${randomBytes(12).toString('hex')}`;
+
+const svc = async (args: string[]) => {
+  const r = await runSvc([...args, '--json'], env);
+  if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as Record<string, unknown>;
+};
+
+const chat = (text: string) =>
+  fetch(`${serve!.httpUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${boot.api_key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: text }], max_tokens: 8 }),
+    signal: AbortSignal.timeout(15_000),
+  });
+
+/** The worker that answered one scrape on a connection of its own: slot -> pid. */
+const scrapeWorker = async (): Promise<[string, string] | null> => {
+  const res = await fetch(`${serve!.httpUrl}/metrics`, {
+    headers: { connection: 'close' },
+    signal: AbortSignal.timeout(15_000),
+  });
+  const m = /^svc_serve_worker\{slot="(\d+)",pid="(\d+)"\} 1$/m.exec(await res.text());
+  return m ? [m[1]!, m[2]!] : null;
+};
+
+/** The workers seen over `n` scrapes: slot -> pid. */
+const workersSeen = async (n: number): Promise<Map<string, string>> => {
+  const seen = new Map<string, string>();
+  for (let i = 0; i < n; i++) {
+    const w = await scrapeWorker();
+    if (w) seen.set(w[0], w[1]);
+  }
+  return seen;
+};
+
+const startLine = (): Record<string, unknown> =>
+  JSON.parse(
+    serve!
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"http_url"'))!,
+  ) as Record<string, unknown>;
+
+beforeAll(async () => {
+  dataDir = await realpath(await mkdtemp(join(tmpdir(), 'svc-workers-')));
+  await chmod(dataDir, 0o755);
+  env = {
+    SVC_DATA_DIR: dataDir,
+    SVC_DATABASE_URL: '',
+    SVC_ADMIN_TOKEN: admin,
+    SVC_MASTER_KEY: randomBytes(32).toString('hex'),
+    SVC_LOG_LEVEL: 'warn',
+  };
+  fake = await startFakeOpenAI();
+  serve = await startServe(env, ['--workers', '2'], 90_000);
+  boot = (await svc([
+    'bootstrap',
+    '--workspace',
+    'Workers',
+    '--org',
+    'Workers Org',
+    '--project',
+    'W',
+  ])) as never;
+  await svc([
+    'registry',
+    'upsert',
+    '--adapter',
+    'openai',
+    '--lane',
+    'openai',
+    '--model',
+    'gpt-4o',
+    '--provider-model-id',
+    'gpt-4o',
+    '--base-url',
+    fake.url,
+    '--input-price-per-token',
+    '0.000001',
+    '--output-price-per-token',
+    '0.000002',
+  ]);
+  await svc([
+    'connections',
+    'create',
+    '--project',
+    boot.project_id,
+    '--provider',
+    'openai',
+    '--name',
+    'primary',
+    '--secret',
+    'sk-x',
+  ]);
+  // Both workers must have seen the registry and the key: several answers in a row.
+  await eventually(
+    async () => {
+      for (let i = 0; i < 6; i++) {
+        const res = await chat('warm up');
+        const text = await res.text();
+        if (res.status !== 200) {
+          lastRefusal = `${res.status} ${text.slice(0, 300)}`;
+          return false;
+        }
+      }
+      return true;
+    },
+    30_000,
+    'both workers serve the project',
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; last answer: ${lastRefusal}`);
+  });
+}, 150_000);
+
+afterAll(async () => {
+  await serve?.stop('SIGKILL');
+  for (const p of leftoversUnder(dataDir)) {
+    try {
+      process.kill(p.pid, p.kind === 'svc' ? 'SIGKILL' : 'SIGINT');
+    } catch {}
+  }
+  await leftoversAfter(dataDir, 15_000);
+  await fake?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('svc serve --workers 2 (issue 26)', () => {
+  it('names two worker processes and one data process in its start-up line', () => {
+    const line = startLine();
+    const workers = line.workers as number[];
+    expect(workers).toHaveLength(2);
+    expect(new Set(workers).size).toBe(2);
+    expect(workers).not.toContain(serve!.child.pid);
+    expect(line.data_process).toMatchObject({ roles: ['ingest', 'projector'] });
+    expect(line.roles).toEqual(expect.arrayContaining(['gateway', 'query', 'ingest', 'projector']));
+  });
+
+  it('answers from both workers on the one port; /healthz of each sees the data process', async () => {
+    const seen = await workersSeen(30);
+    expect([...seen.keys()].sort()).toEqual(['0', '1']);
+    expect(new Set(seen.values())).toEqual(new Set((startLine().workers as number[]).map(String)));
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${serve!.httpUrl}/healthz`, { headers: { connection: 'close' } });
+      const body = (await res.json()) as { dependencies: Record<string, { status: string }> };
+      expect(res.status).toBe(200);
+      expect(body.dependencies['data-process']?.status).toBe('up');
+      expect(body.dependencies.analytics?.status).toBe('up');
+    }
+    // The gRPC port is shared the same way (SPEC 4.8: a probe on a fresh channel each time).
+    const grpcPort = startLine().grpc_port as number;
+    for (let i = 0; i < 4; i++) {
+      const client = grpcClient(grpcPort, 'grpc/health/v1/health.proto', 'grpc.health.v1.Health');
+      try {
+        expect(await client.call<{ status: string }>('Check', { service: '' })).toEqual({
+          status: 'SERVING',
+        });
+      } finally {
+        client.close();
+      }
+    }
+  });
+
+  it('records every request either worker answered once, read back through either worker (SPEC 2.5, 6)', async () => {
+    const ids: string[] = [];
+    await Promise.all(
+      Array.from({ length: 6 }, async (_, w) => {
+        for (let i = 0; i < 5; i++) {
+          const res = await chat(`worker test ${w}.${i}`);
+          expect(res.status).toBe(200);
+          await res.text();
+          ids.push(res.headers.get('x-svc-request-id')!);
+        }
+      }),
+    );
+    expect(new Set(ids).size).toBe(30);
+    // The query role of each worker reads the data process's engine through the supervisor.
+    expect(await missingRows({ admin, serve: serve! }, boot.org_id, ids, 30_000)).toEqual([]);
+  }, 60_000);
+
+  it('starts a worker killed with -9 again in its slot, while the other serves', async () => {
+    const before = await workersSeen(30);
+    const victim = Number(before.get('1'));
+    expect(victim).toBeGreaterThan(0);
+    process.kill(victim, 'SIGKILL');
+    // The other worker answers meanwhile: a connection to the dead one fails, the next one works.
+    let answered = 0;
+    const outcomes: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const t0 = Date.now();
+      const res = await chat(`during restart ${i}`).catch((err: Error) => {
+        outcomes.push(`${err.message} ${Date.now() - t0}ms`);
+        return null;
+      });
+      if (res?.status === 200) answered++;
+      if (res) outcomes.push(`${res.status} ${Date.now() - t0}ms`);
+      await res?.text();
+    }
+    // No request waits on the dead worker: each one is answered, or refused at once.
+    expect(outcomes.filter((o) => /timeout/.test(o))).toEqual([]);
+    expect(answered).toBeGreaterThanOrEqual(8);
+    await eventually(
+      async () => {
+        const seen = await workersSeen(6);
+        const pid = seen.get('1');
+        return pid !== undefined && Number(pid) !== victim;
+      },
+      30_000,
+      'slot 1 serves again from a new process',
+    );
+    expect(serve!.output()).toMatch(/worker exited; starting it again/);
+  }, 60_000);
+
+  it('stops every worker, the data process and the embedded PostgreSQL on SIGTERM', async () => {
+    const code = await serve!.stop('SIGTERM');
+    serve = null;
+    expect(code).toBe(0);
+    expect(await leftoversAfter(dataDir, 15_000)).toEqual([]);
+  }, 60_000);
+});
+
+describe('--workers on the command line', () => {
+  it('stops on Ctrl-C (SIGINT to the process group): one request, every process drains, none is left', async () => {
+    // A gateway alone runs one worker per core by default; two here whatever the machine has.
+    const child = spawn(process.execPath, [SVC_BIN, 'serve', '--json', '--roles', 'gateway'], {
+      env: { ...process.env, ...env, SVC_SERVE_WORKERS: '2', SVC_HTTP_PORT: '0', SVC_GRPC_PORT: '0' },
+      stdio: 'pipe',
+      detached: true,
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    await eventually(async () => out.includes('"http_url"'), 90_000, 'the gateway workers serve');
+    expect(
+      (JSON.parse(out.split('\n').find((l) => l.includes('"http_url"'))!) as { workers: number[] }).workers,
+    ).toHaveLength(2);
+    process.kill(-child.pid!, 'SIGINT');
+    expect(await exited).toBe(0);
+    expect(out).not.toMatch(/second signal|timed out|"level":50/);
+    expect(await leftoversAfter(dataDir, 15_000)).toEqual([]);
+  }, 120_000);
+
+  it('refuses a count that is not a whole number from 1 to 256', async () => {
+    const r = await runSvc(['serve', '--workers', 'many'], { SVC_DATA_DIR: dataDir });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/--workers must be a whole number from 1 to 256, or auto/);
+  });
+});
