@@ -144,9 +144,7 @@ export const configSchema = z.object({
    * How many processes `svc serve` runs its HTTP roles in, sharing the ports (cli/workers.ts):
    * `auto` is the number of cores when the gateway is the only role, else 1. `--workers` overrides.
    */
-  SVC_SERVE_WORKERS: z
-    .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
-    .default('auto'),
+  SVC_SERVE_WORKERS: z.union([z.literal('auto'), z.coerce.number().int().min(1).max(256)]).default('auto'),
   /**
    * SPEC 4.7 allows loopback HTTP origins, meant for operators and tests. Upstream origins a tenant
    * sets (connection base_url, deployment host resource and domain, project endpoint) reach public
