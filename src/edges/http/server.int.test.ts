@@ -51,6 +51,25 @@ describe('http server', () => {
     await app.close();
   });
 
+  it('answers /livez 200 while a dependency is down, /readyz 503 then, and 200 once it is up (issue 28)', async () => {
+    let busUp = false;
+    const health = new HealthRegistry();
+    health.register('postgres', async () => {});
+    health.register('bus', async () => {
+      if (!busUp) throw new Error('connection refused');
+    });
+    const app = await createHttpServer({ logger: silent, metrics: new Registry(), health, roles: [] });
+    const live = await app.inject({ method: 'GET', url: '/livez' });
+    expect([live.statusCode, live.json()]).toEqual([200, { status: 'alive' }]);
+    const down = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(down.statusCode).toBe(503);
+    expect(down.json()).toMatchObject({ status: 'not_ready', dependencies: { bus: { status: 'down' } } });
+    busUp = true;
+    const up = await app.inject({ method: 'GET', url: '/readyz' });
+    expect([up.statusCode, up.json().status]).toEqual([200, 'ready']);
+    await app.close();
+  });
+
   it('a dependency that hangs is reported down within the bound', async () => {
     const health = new HealthRegistry();
     health.register('slow', () => new Promise(() => {}));

@@ -101,6 +101,20 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     done(null, payload);
   });
 
+  // Kubernetes' habit (issue 28): liveness says only that the process answers, so an outage of a
+  // dependency makes a pod unready rather than restarted; readiness is /healthz's verdict. The
+  // server listens only after every role's caches and snapshots are loaded (Role.prepare), so an
+  // answer at all means those are in; from the moment the drain begins it stops listening and
+  // closes each connection after its answer, and a request read before that is told `draining`.
+  app.get('/livez', async (_request, reply) => reply.send({ status: 'alive' }));
+  app.get('/readyz', async (_request, reply) => {
+    if (closing) return reply.code(503).send({ status: 'draining', dependencies: {} });
+    const report = await options.health.report();
+    return reply
+      .code(report.ok ? 200 : 503)
+      .send({ status: report.ok ? 'ready' : 'not_ready', dependencies: report.dependencies });
+  });
+
   app.get('/healthz', async (_request, reply) => {
     const report = await options.health.report();
     return reply.code(report.ok ? 200 : 503).send({
