@@ -23,8 +23,17 @@ export const openBus = async (config: Config, database: Database): Promise<Bus> 
 /** The analytics database of the service, on either adapter. */
 export const ANALYTICS_DATABASE = 'svc';
 
-/** ClickHouse over HTTP for SVC_CLICKHOUSE_URL, else chdb in the data dir; migrations applied. */
+/**
+ * ClickHouse over HTTP for SVC_CLICKHOUSE_URL, else chdb in the data dir; migrations applied, as
+ * cluster DDL when SVC_CLICKHOUSE_DDL=cluster.
+ */
 export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => {
+  const cluster = config.SVC_CLICKHOUSE_DDL === 'cluster';
+  if (cluster && !config.SVC_CLICKHOUSE_URL)
+    throw new CliError(
+      'SVC_CLICKHOUSE_DDL=cluster needs a ClickHouse server: set SVC_CLICKHOUSE_URL ' +
+        '(the embedded chdb engine is one process, with no cluster)',
+    );
   let store: AnalyticsStore;
   try {
     if (config.SVC_CLICKHOUSE_URL) {
@@ -33,6 +42,18 @@ export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => 
         url: config.SVC_CLICKHOUSE_URL,
         database: ANALYTICS_DATABASE,
         createDatabase: true,
+        ...(cluster
+          ? {
+              createDatabaseOnCluster: config.SVC_CLICKHOUSE_CLUSTER,
+              settings: {
+                // An insert returns once the shards have its rows: ingest reads its batch back
+                // (SPEC 6) before it acknowledges, which a queued insert would fail.
+                insert_distributed_sync: 1,
+                // `x IN (SELECT ... FROM <Distributed>)` runs the subquery across the cluster.
+                distributed_product_mode: 'global',
+              },
+            }
+          : {}),
       });
     } else {
       const { ChdbAnalyticsStore, chdbPath } = await import('../analytics/chdb/store.js');
@@ -53,12 +74,18 @@ export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => 
     );
   }
   try {
-    await (await import('../analytics/migrate.js')).migrateClickHouse(store);
+    await (await import('../analytics/migrate.js')).migrateClickHouse(store, {
+      ddl: config.SVC_CLICKHOUSE_DDL,
+      cluster: config.SVC_CLICKHOUSE_CLUSTER,
+    });
   } catch (err) {
     await store.close();
     throw new CliError(`analytics migrations failed: ${describeError(err)}`);
   }
-  return store;
+  if (!cluster) return store;
+  const { clusterTarget } = await import('../analytics/cluster-ddl.js');
+  const { clusterStore } = await import('../analytics/cluster-store.js');
+  return clusterStore(store, clusterTarget(store.database, config.SVC_CLICKHOUSE_CLUSTER));
 };
 
 export const openObjects = (config: Config): FsObjectStore =>

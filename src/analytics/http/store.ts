@@ -1,4 +1,11 @@
-import { type ClickHouseClient, ClickHouseError, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import {
+  type ClickHouseClient,
+  ClickHouseError,
+  ClickHouseLogLevel,
+  type ClickHouseSettings,
+  createClient,
+} from '@clickhouse/client';
+import { isClusterName } from '../cluster-ddl.js';
 import {
   AnalyticsError,
   type AnalyticsHealth,
@@ -22,6 +29,10 @@ export interface HttpStoreOptions {
   /** Per request; the client's own default (300 s) applies when absent. */
   requestTimeoutMs?: number;
   maxOpenConnections?: number;
+  /** Settings every statement carries (a cluster's: cli/storage.ts). */
+  settings?: ClickHouseSettings;
+  /** Creates the database `ON CLUSTER` this cluster, so every node has it before its tables. */
+  createDatabaseOnCluster?: string;
 }
 
 /** Errors a TCP connection reports when the server is down, restarting or behind a failing proxy. */
@@ -69,6 +80,7 @@ const clientFor = (options: HttpStoreOptions, database: string | undefined): Cli
     ...(options.requestTimeoutMs === undefined ? {} : { request_timeout: options.requestTimeoutMs }),
     max_open_connections: options.maxOpenConnections ?? 10,
     clickhouse_settings: {
+      ...options.settings,
       output_format_json_quote_64bit_integers: Number(
         QUERY_SETTINGS.output_format_json_quote_64bit_integers,
       ) as 0 | 1,
@@ -96,7 +108,11 @@ export class HttpAnalyticsStore implements AnalyticsStore {
       // A request naming a database that does not exist yet is refused, so create it from `default`.
       const bootstrap = clientFor(options, 'default');
       try {
-        await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database}\`` });
+        const cluster = options.createDatabaseOnCluster;
+        if (cluster !== undefined && !isClusterName(cluster))
+          throw new AnalyticsError('invalid', `cluster ${JSON.stringify(cluster)} is not a cluster name`);
+        const onCluster = cluster === undefined ? '' : ` ON CLUSTER '${cluster}'`;
+        await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database}\`${onCluster}` });
       } catch (err) {
         throw toAnalyticsError(err, 'create database');
       } finally {
