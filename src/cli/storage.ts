@@ -2,7 +2,8 @@ import type { AnalyticsStore } from '../analytics/port.js';
 import type { Config } from '../config/config.js';
 import type { Bus } from '../events/bus.js';
 import { describeError } from '../lib/errors.js';
-import { FsObjectStore, objectsPath } from '../objects/fs-store.js';
+import { openObjectStore } from '../objects/open.js';
+import type { ObjectStore } from '../objects/port.js';
 import { CliError } from './output.js';
 import { type Database, dataDirOf } from './runtime.js';
 
@@ -88,5 +89,11 @@ export const openAnalytics = async (config: Config): Promise<AnalyticsStore> => 
   return clusterStore(store, clusterTarget(store.database, config.SVC_CLICKHOUSE_CLUSTER));
 };
 
-export const openObjects = (config: Config): FsObjectStore =>
-  new FsObjectStore(objectsPath(dataDirOf(config)));
+/** The object store SVC_OBJECT_STORE names: files under the data dir, or an S3-compatible bucket. */
+export const openObjects = (config: Config): ObjectStore => {
+  try {
+    return openObjectStore(config, dataDirOf(config));
+  } catch (err) {
+    throw new CliError(describeError(err));
+  }
+};

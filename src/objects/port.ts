@@ -5,8 +5,11 @@ import type { Readable } from 'node:stream';
  * body packs, files and artifacts. Every object belongs to one organization: each method takes the
  * organization id and a key relative to it, and the store files the object under `<orgId>/<key>`,
  * so no key can name another organization's object. Adapters: files under the data dir
- * (`fs-store.ts`); S3-compatible later.
+ * (`fs-store.ts`) and an S3-compatible bucket (`s3-store.ts`); `test/contract/objects.contract.ts`
+ * holds both to the same behaviour, and `open.ts` picks one from the configuration.
  */
+
+export type ObjectStoreAdapter = 'fs' | 's3';
 
 export interface ObjectInfo {
   /** The key relative to the organization, as given to `put`. */
@@ -24,12 +27,18 @@ export interface ObjectReadStream {
 
 export interface ObjectStoreHealth {
   ok: boolean;
-  adapter: 'fs';
+  adapter: ObjectStoreAdapter;
   error?: string;
 }
 
+/** A URL that reads one object without any other credential until `expires_at` (ISO 8601). */
+export interface SignedObjectUrl {
+  url: string;
+  expires_at: string;
+}
+
 export interface ObjectStore {
-  readonly adapter: 'fs';
+  readonly adapter: ObjectStoreAdapter;
   /** Replaces the object atomically: a reader sees the old bytes or the new ones, never a mix. */
   put(orgId: string, key: string, data: Uint8Array | string): Promise<ObjectInfo>;
   /**
@@ -54,9 +63,19 @@ export interface ObjectStore {
   /** Objects whose key starts with `prefix` (a plain string prefix, as in S3), sorted by key. */
   list(orgId: string, prefix?: string): Promise<ObjectInfo[]>;
   health(): Promise<ObjectStoreHealth>;
+  /**
+   * A URL the backing store itself serves the object at, for `ttlSeconds`, so the bytes need not
+   * pass through this process. Only stores that can sign such URLs have it (S3 presigning); the
+   * object need not exist when the URL is made.
+   */
+  signedGetUrl?(orgId: string, key: string, ttlSeconds: number): Promise<SignedObjectUrl>;
 }
 
-export type ObjectStoreErrorCode = 'not_found' | 'invalid_key' | 'out_of_range' | 'conflict';
+/**
+ * `unavailable`: the backing store refused the call or did not answer (an S3 403 or 5xx, a
+ * network failure); the message says which, and never carries a credential.
+ */
+export type ObjectStoreErrorCode = 'not_found' | 'invalid_key' | 'out_of_range' | 'conflict' | 'unavailable';
 
 export class ObjectStoreError extends Error {
   constructor(

@@ -14,7 +14,8 @@ import type { RawRow } from './requests.js';
  * trace-ingest stored under the org. For the latter the metadata route hands out a URL signed with
  * an HMAC of (org, trace, artifact, expiry): the signature is the authorization, so a browser or a
  * tool without the caller's bearer can fetch it until it expires, and it names exactly one
- * artifact of one org (nothing in it can be edited to reach another).
+ * artifact of one org (nothing in it can be edited to reach another). When the object store signs
+ * URLs of its own (S3), the URL is the store's instead (objectArtifactUrl).
  */
 
 export const DEFAULT_ARTIFACT_URL_TTL_SECONDS = 300;
@@ -51,6 +52,36 @@ export const signedArtifactUrl = (
     signature: signature(key, n, expires).toString('hex'),
   });
   return { url: `${contentPath(n)}?${q}`, expires_at: new Date(expires * 1000).toISOString() };
+};
+
+const isUncompressed = (compression: string): boolean =>
+  compression === 'none' || compression === '' || compression === 'identity';
+
+/**
+ * The URL of a `traces/...` artifact. A store that presigns URLs (S3) serves the object itself,
+ * so the bytes never pass through this process: its URL reads exactly that key of that org until it
+ * expires. Only for an uncompressed object, whose stored bytes are the artifact; a compressed one,
+ * or a store without presigning, gets the gateway's HMAC-signed content route, which decompresses.
+ * The store does not check the bytes against the row as the content route does: a client that
+ * must, compares them with the metadata's byte_count and blake3_hash.
+ */
+export const objectArtifactUrl = async (
+  objects: ObjectStore | null,
+  hmacKey: Buffer,
+  n: ArtifactName,
+  stored: { key: string; compression: string },
+  now: Date,
+  ttlSeconds = DEFAULT_ARTIFACT_URL_TTL_SECONDS,
+): Promise<{ url: string; expires_at: string }> => {
+  if (objects?.signedGetUrl && isUncompressed(stored.compression)) {
+    try {
+      return await objects.signedGetUrl(n.orgId, stored.key, ttlSeconds);
+    } catch (err) {
+      // A key the store refuses (a malformed row): the content route answers for it, with a 502.
+      if (!(err instanceof ObjectStoreError)) throw err;
+    }
+  }
+  return signedArtifactUrl(hmacKey, n, now, ttlSeconds);
 };
 
 export type SignatureCheck = 'ok' | 'invalid' | 'expired';
@@ -115,7 +146,7 @@ export const readVerifiedArtifact = async (objects: ObjectStore, row: RawRow): P
   }
   const compression = String(row.compression ?? 'none');
   let bytes: Buffer;
-  if (compression === 'none' || compression === '' || compression === 'identity') bytes = stored;
+  if (isUncompressed(compression)) bytes = stored;
   else if (compression === 'gzip') {
     try {
       bytes = gunzipSync(stored);

@@ -15,6 +15,8 @@ import { hashSecret } from '../../src/lib/crypto.js';
 import { renderApiError, ServiceError } from '../../src/lib/errors.js';
 import { formatUsd } from '../../src/lib/money.js';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
+import type { ObjectStore } from '../../src/objects/port.js';
+import { S3ObjectStore } from '../../src/objects/s3-store.js';
 import { developerTokenVerifier } from '../../src/projections/auth/reads.js';
 import { traceRows, writeTraceRows } from '../../src/projections/traces/write.js';
 import { LiveSessions } from '../../src/query/live.js';
@@ -35,6 +37,12 @@ import {
   type Tenant,
 } from '../fixtures/query/query.fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import {
+  startS3Server,
+  TEST_S3_CREDENTIALS,
+  TEST_S3_REGION,
+  type TestS3Server,
+} from '../helpers/s3-server.js';
 
 // SPEC 2.1-2.3, 2.12, 4.5 trace routes: an agent-shaped trace (AGENT > CHAIN > LLM via the
 // gateway, TOOL, RETRIEVER) written twice with a pending copy around its complete span, read back
@@ -248,7 +256,7 @@ const traceDeps = (timing = { pollMs: 100, heartbeatMs: 1_000 }, now?: () => Dat
   verifyDeveloperToken: developerTokenVerifier(db.pool),
   adminToken: ADMIN,
   analytics: chdb,
-  objects,
+  objects: objects as ObjectStore,
   pool: db.pool,
   maxExportRows: 5_000,
   maxExportDays: 366,
@@ -722,6 +730,58 @@ describe('artifacts', () => {
     } finally {
       await objects.put(orgA(), TOOL_KEY, TOOL_ARGS);
     }
+  });
+});
+
+describe('artifacts on an S3 object store', () => {
+  let s3: TestS3Server;
+  let s3App: FastifyInstance;
+  beforeAll(async () => {
+    s3 = await startS3Server();
+    const store = new S3ObjectStore({
+      endpoint: s3.endpoint,
+      bucket: s3.bucket,
+      region: TEST_S3_REGION,
+      ...TEST_S3_CREDENTIALS,
+    });
+    await store.put(orgA(), TOOL_KEY, TOOL_ARGS);
+    s3App = await serverOf({ ...traceDeps(), objects: store });
+    await s3App.ready();
+  });
+  afterAll(async () => {
+    await s3App?.close();
+    await s3?.close();
+  });
+  const metadata = async (artifactId: string) => {
+    const res = await s3App.inject({
+      method: 'GET',
+      url: `/api/traces/${T1}/artifacts/${artifactId}?org_id=${orgA()}`,
+      headers: { authorization: `Bearer ${tok.a}` },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return json(res);
+  };
+
+  it("hands out the store's presigned URL, which reads the bytes with no other credential", async () => {
+    const meta = await metadata('art_tool_args');
+    expect(meta.url.startsWith(`${s3.endpoint}/${s3.bucket}/${orgA()}/${TOOL_KEY}?`)).toBe(true);
+    expect(meta.url).toMatch(/X-Amz-Expires=300&.*X-Amz-Signature=[0-9a-f]{64}/);
+    expect(Date.parse(meta.url_expires_at) - Date.now()).toBeGreaterThan(290_000);
+    const res = await fetch(meta.url);
+    expect(res.status).toBe(200);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(bytes.equals(TOOL_ARGS)).toBe(true);
+    expect(blake3Hex(bytes)).toBe(meta.blake3_hash);
+    // The object's URL without the signature is refused: the bucket is private.
+    const bare = await fetch(meta.url.split('?')[0]);
+    expect(bare.status).toBe(403);
+    await bare.arrayBuffer();
+  });
+
+  it('still points a gateway body artifact at the authenticated body route', async () => {
+    expect((await metadata('art_llm_out')).url).toBe(
+      `/api/body/by-request/req_tr_1?org_id=${orgA()}&side=response`,
+    );
   });
 });
 

@@ -4,9 +4,9 @@ import {
   checkArtifactSignature,
   DEFAULT_ARTIFACT_URL_TTL_SECONDS,
   locateArtifact,
+  objectArtifactUrl,
   readVerifiedArtifact,
   requestBodyUrl,
-  signedArtifactUrl,
 } from '../../../query/trace-artifacts.js';
 import type { TraceLiveSessions } from '../../../query/trace-live.js';
 import {
@@ -31,7 +31,7 @@ import {
 export interface TraceRouteDeps {
   /** HMAC key of signed artifact URLs: artifactUrlKey(masterKey) (query/trace-artifacts.ts). */
   artifactUrlKey: Buffer;
-  /** Seconds a signed artifact URL is valid; default 300. */
+  /** Seconds a signed artifact URL is valid (the HMAC one and a store's presigned one); default 300. */
   artifactUrlTtlSeconds?: number;
   /** Live trace streams, shared per session and counted per session and organization. */
   live: TraceLiveSessions;
@@ -88,9 +88,12 @@ export const traceRoutes = (app: FastifyInstance, o: QueryRouteContext, deps: Tr
     if (where.kind === 'request_body')
       return { ...artifact, url: requestBodyUrl(s.orgId, where.requestId, where.side), url_expires_at: null };
     if (where.kind === 'object') {
-      const signed = signedArtifactUrl(
+      // The object store's own presigned URL when it has one (S3), else the content route below.
+      const signed = await objectArtifactUrl(
+        o.objects,
         deps.artifactUrlKey,
         { orgId: s.orgId, traceId, artifactId },
+        { key: where.key, compression: String(artifact.compression ?? 'none') },
         now(),
         deps.artifactUrlTtlSeconds ?? DEFAULT_ARTIFACT_URL_TTL_SECONDS,
       );
