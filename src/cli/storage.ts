@@ -14,9 +14,19 @@ import { type Database, dataDirOf } from './runtime.js';
  * large): a process carries only what it opens.
  */
 
+/** What the NATS bus takes from the configuration: its stream and subject names, its replicas. */
+export const natsBusOptions = (config: Config) => ({
+  streamNamePrefix: config.SVC_NATS_STREAM_PREFIX,
+  replicas: config.SVC_NATS_REPLICAS,
+  ...(config.SVC_NATS_SUBJECT_PREFIX ? { subjectPrefix: config.SVC_NATS_SUBJECT_PREFIX } : {}),
+});
+
 export const openBus = async (config: Config, database: Database): Promise<Bus> =>
   config.SVC_NATS_URL
-    ? new (await import('../events/nats/bus.js')).NatsBus({ servers: config.SVC_NATS_URL })
+    ? new (await import('../events/nats/bus.js')).NatsBus({
+        servers: config.SVC_NATS_URL,
+        ...natsBusOptions(config),
+      })
     : new (await import('../events/postgres/bus.js')).PostgresBus(database.pool, {
         connectionString: database.url,
       });

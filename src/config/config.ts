@@ -100,6 +100,20 @@ export const configSchema = z.object({
   SVC_DATA_DIR: z.string().min(1).default('./.svc-data'),
   SVC_DATABASE_URL: url(['postgres:', 'postgresql:']),
   SVC_NATS_URL: url(['nats:', 'tls:', 'ws:', 'wss:']),
+  /**
+   * JetStream stream names are `<prefix>REQUESTS`, `<prefix>AUDIT`, ...; subjects are
+   * `<subject prefix>.svc.requests...` when a subject prefix is set. Two deployments (or test
+   * runs) on one NATS server keep apart by these.
+   */
+  SVC_NATS_STREAM_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,32}$/, 'letters, digits, _ and - (1 to 32)')
+    .default('SVC_'),
+  /** Replicas of each JetStream stream the service creates: 3 on a three-node cluster keeps a node's loss from losing records. */
+  SVC_NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  SVC_NATS_SUBJECT_PREFIX: optionalString.refine((v) => v === undefined || /^[A-Za-z0-9_-]{1,32}$/.test(v), {
+    message: 'one subject token: letters, digits, _ and - (1 to 32)',
+  }),
   SVC_CLICKHOUSE_URL: url(['http:', 'https:']),
   /**
    * `single`: the analytics tables are plain MergeTree tables on one server. `cluster`: each is a

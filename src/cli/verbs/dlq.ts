@@ -14,7 +14,7 @@ import { DLQ_REASONS } from '../../projections/ingest/metrics.js';
 import { emit, table } from '../output.js';
 import { progress } from '../progress.js';
 import { openDatabase, readConfig } from '../runtime.js';
-import { openBus } from '../storage.js';
+import { natsBusOptions, openBus } from '../storage.js';
 
 /**
  * `svc dlq list` and `svc dlq replay`: the dead letters of svc.dlq.requests, kept
@@ -31,9 +31,13 @@ interface Opts {
 const withDeadLetters = async <T>(fn: (bus: Bus, source: DeadLetterSource) => Promise<T>): Promise<T> => {
   const config = readConfig();
   if (config.SVC_NATS_URL) {
-    const bus = new NatsBus({ servers: config.SVC_NATS_URL, connectionName: 'svc-dlq' });
+    const bus = new NatsBus({
+      servers: config.SVC_NATS_URL,
+      connectionName: 'svc-dlq',
+      ...natsBusOptions(config),
+    });
     try {
-      return await fn(bus, natsDeadLetters(bus));
+      return await fn(bus, natsDeadLetters(bus, config.SVC_NATS_STREAM_PREFIX));
     } finally {
       await bus.close();
     }
