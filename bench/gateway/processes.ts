@@ -263,7 +263,8 @@ export const startGateway = async (
   const { apiKey, orgId } = await provisionBench(svcJson(env), mockOrigin);
   if (gatewayAloneBus() === 'nats') cleanup.defer('bench records on NATS', () => purgeOrg(natsUrl, orgId));
   const serve = await spawnServe(
-    { ...env, ...options.env, ...(from === 'src' ? { SVC_FROM_SOURCE: '1' } : {}) },
+    // One process, as the targets it is compared with, unless the caller asks for workers.
+    { ...env, SVC_SERVE_WORKERS: '1', ...options.env, ...(from === 'src' ? { SVC_FROM_SOURCE: '1' } : {}) },
     options.nodeArgs,
     ['--roles', 'gateway'],
   );

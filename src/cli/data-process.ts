@@ -247,6 +247,11 @@ export const startDataProcess = async (options: {
   process.on('exit', killChild);
 
   const abort = () => void stop();
+  // A signal that came before the child was forked stops here, before one is.
+  if (options.signal?.aborted) {
+    await stop();
+    options.signal.throwIfAborted();
+  }
   options.signal?.addEventListener('abort', abort, { once: true });
   try {
     await spawnChild();

@@ -86,6 +86,8 @@ export const startService = async (
     remoteData?: { roles: RoleName[]; process: DataProcess | null };
     /** This process's own files (RoleContext.processDir); the data dir unless given. */
     processDir?: string;
+    /** What /metrics says of this process, from its registry (a worker adds its siblings'). */
+    ownMetrics?: (registry: Registry) => Promise<string>;
   },
 ): Promise<RunningService> => {
   const listen = options.listen !== false;
@@ -239,6 +241,7 @@ export const startService = async (
         health,
         roles: mounts,
         ...(child ? { moreMetrics: () => child.metrics() } : {}),
+        ...(options.ownMetrics ? { ownMetrics: () => options.ownMetrics!(metrics) } : {}),
       });
       await app.listen({ host: config.SVC_HTTP_HOST, port: config.SVC_HTTP_PORT });
       const address = app.server.address();
@@ -270,6 +273,8 @@ export const startService = async (
     };
   } catch (err) {
     await stop();
+    // A stop asked for during start-up is that, not the failure it caused (a child cut short).
+    if (options.signal?.aborted) throw options.signal.reason;
     if (err instanceof CliError) throw err;
     const code = (err as { code?: string }).code;
     if (code === 'EADDRINUSE') throw new CliError(`port already in use: ${(err as Error).message}`);

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { Gauge } from 'prom-client';
+import { AggregatorRegistry, Gauge } from 'prom-client';
 import type { Channel } from '../analytics/chdb/channel.js';
 import type { Config } from '../config/config.js';
 import type { DependencyState } from '../lib/health.js';
@@ -13,6 +13,7 @@ import {
   isWorkerMessage,
   slotDir,
   type ToWorker,
+  type WorkerAsk,
   type WorkerInfo,
   workerMessage,
 } from './workers.js';
@@ -23,10 +24,12 @@ const ASK_TIMEOUT_MS = 2_000;
  * The worker's side of cli/workers.ts: `svc serve --worker <slot> --roles ...`, forked by the
  * supervisor. Serves its roles on the shared ports; the data roles are the supervisor's data
  * process, whose health, metrics and analytics engine it reaches through the supervisor. Stops on
- * the supervisor's word, on its own SIGTERM or SIGINT (a terminal's Ctrl-C reaches every process
- * of the group, and the supervisor asks as well: one request), or when the supervisor is gone;
- * a stop slower than SVC_SHUTDOWN_TIMEOUT_MS exits at once. A second request never cuts the drain
- * short here: the supervisor decides that, with SIGKILL.
+ * the supervisor's word, or on its own SIGTERM or SIGINT (a terminal's Ctrl-C reaches every
+ * process of the group, and the supervisor asks as well: one request); a stop slower than
+ * SVC_SHUTDOWN_TIMEOUT_MS exits at once. A second request never cuts the drain short here: the
+ * supervisor decides that, with SIGKILL. A worker whose supervisor is gone (killed with -9) exits at
+ * once, as node:cluster makes it: like a gateway killed with -9, its journal then names what it had
+ * in flight, and the next start adopts it in the same slot.
  */
 export const runWorker = async (
   config: Config,
@@ -66,14 +69,18 @@ export const runWorker = async (
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('disconnect', () => shutdown('supervisor gone'));
   process.on('message', (m: unknown) => {
     if (!isWorkerMessage<ToWorker>(m)) return;
     if (m.type === 'stop') shutdown('asked by the supervisor');
-    else asks.get(m.id)?.(m);
+    else if (m.type === 'collect') {
+      const running = service;
+      void (running ? running.metrics.getMetricsAsJSON() : Promise.resolve(null)).then((json) =>
+        tell({ type: 'collected', id: m.id, json }),
+      );
+    } else asks.get(m.id)?.(m);
   });
 
-  const ask = (what: 'info' | 'health' | 'metrics'): Promise<Extract<ToWorker, { type: 'answer' }>> => {
+  const ask = (what: WorkerAsk): Promise<Extract<ToWorker, { type: 'answer' }>> => {
     const id = nextAsk++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -120,7 +127,17 @@ export const runWorker = async (
       signal: controller.signal,
       remoteData: { roles: info.dataRoles, process: remote },
       processDir: slotDir(dataDirOf(config), slot),
+      ownMetrics: async (registry) => {
+        const siblings = await ask('siblings').then(
+          (m) => m.json ?? [],
+          () => [],
+        );
+        const own = await registry.getMetricsAsJSON();
+        return AggregatorRegistry.aggregate([own, ...siblings] as (typeof own)[]).metrics();
+      },
     });
+    // Every series says which worker it is of: a scrape of one worker carries all of them.
+    service.metrics.setDefaultLabels({ worker: String(slot) });
     if (stopping) {
       finish(service);
       return null;

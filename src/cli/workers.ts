@@ -1,14 +1,16 @@
 import cluster, { type Worker } from 'node:cluster';
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { type Channel, ChannelEngine, serveEngine } from '../analytics/chdb/channel.js';
 import type { Config } from '../config/config.js';
+import { mergeRecordDirs } from '../events/envelopes/merge.js';
 import type { DependencyState } from '../lib/health.js';
 import type { RoleName } from '../roles/role.js';
 import { DATA_PROCESS_ROLES, type DataProcess, SVC_BIN, startDataProcess } from './data-process.js';
 import { CliError } from './output.js';
-import { type Database, loadSecrets, openDatabase, ownHttpUrl, type Secrets } from './runtime.js';
+import { type Database, dataDirOf, loadSecrets, openDatabase, ownHttpUrl, type Secrets } from './runtime.js';
 
 /**
  * `svc serve --workers N` (issue 26): the HTTP roles in N processes sharing the HTTP and gRPC ports
@@ -36,13 +38,47 @@ export const workerCount = (
 ): number => {
   let value: number | 'auto' = setting;
   if (flag !== undefined) {
-    const n = Number(flag);
+    const n = /^\d{1,3}$/.test(flag) ? Number(flag) : Number.NaN;
     if (flag === 'auto') value = 'auto';
-    else if (Number.isInteger(n) && n >= 1 && n <= 256) value = n;
+    else if (n >= 1 && n <= 256) value = n;
     else throw new CliError(`--workers must be a whole number from 1 to 256, or auto (got ${flag})`);
   }
   if (value !== 'auto') return value;
-  return roles.length === 1 && roles[0] === 'gateway' ? availableParallelism() : 1;
+  return roles.length === 1 && roles[0] === 'gateway' ? usableCores() : 1;
+};
+
+/**
+ * The cores this process may use: Node counts those of its CPU affinity, not a container's CPU
+ * limit (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), which is what a pod with `limits.cpu: 2` on
+ * a 64-core node has. Rounded up, at least 1, at most 256.
+ */
+export const usableCores = (read: (path: string) => string | null = readOrNull): number => {
+  const cores = availableParallelism();
+  const quota = cgroupCpuQuota(read);
+  return Math.max(1, Math.min(256, quota === null ? cores : Math.min(cores, Math.ceil(quota))));
+};
+
+const readOrNull = (path: string): string | null => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+};
+
+/** CPUs of the cgroup's quota (2.5 for 250000/100000), or null when it has none. */
+export const cgroupCpuQuota = (read: (path: string) => string | null): number | null => {
+  const v2 = read('/sys/fs/cgroup/cpu.max')?.trim().split(/\s+/);
+  if (v2 && v2.length === 2) {
+    const [quota, period] = v2 as [string, string];
+    if (quota === 'max') return null;
+    const q = Number(quota);
+    const p = Number(period);
+    return q > 0 && p > 0 ? q / p : null;
+  }
+  const q = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us')?.trim());
+  const p = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us')?.trim());
+  return q > 0 && p > 0 ? q / p : null;
 };
 
 /** The roles of the workers and of the supervisor's data process. */
@@ -55,10 +91,41 @@ export const workerRoles = (roles: readonly RoleName[]): { http: RoleName[]; dat
 export const slotDir = (dataDir: string, slot: number): string =>
   slot === 0 ? dataDir : join(dataDir, 'workers', String(slot));
 
+/**
+ * The slots a larger `--workers` ran and this one does not (`workers/<i>` for i >= count): their
+ * journals and spool go to a slot that runs, whose worker adopts and drains them as its own.
+ */
+export const retireSlots = (dataDir: string, count: number, log: Pick<Logger, 'info' | 'warn'>): void => {
+  let entries: string[];
+  try {
+    entries = readdirSync(join(dataDir, 'workers'));
+  } catch {
+    return;
+  }
+  for (const name of entries) {
+    const slot = /^\d+$/.test(name) ? Number(name) : -1;
+    if (slot < count) continue;
+    const into = slotDir(dataDir, slot % count);
+    const result = mergeRecordDirs(slotDir(dataDir, slot), into);
+    if ('inUse' in result)
+      log.warn(
+        { slot, journals: result.inUse },
+        'a live process still writes in a retired worker slot; left as it is',
+      );
+    else
+      log.info(
+        { slot, into: slot % count, ...result.merged },
+        "a retired worker slot's records go to a running one",
+      );
+  }
+};
+
 /** Messages between the supervisor and its workers, beside the analytics channel's. */
 const TAG = 'svc.worker';
 export type ToWorker =
   | { tag: typeof TAG; type: 'stop' }
+  /** The worker's metrics as prom-client JSON, for a sibling's /metrics. */
+  | { tag: typeof TAG; type: 'collect'; id: number }
   | {
       tag: typeof TAG;
       type: 'answer';
@@ -66,12 +133,18 @@ export type ToWorker =
       info?: WorkerInfo;
       dependencies?: Record<string, DependencyState>;
       text?: string;
+      /** The other workers' metrics (prom-client JSON), for 'siblings'. */
+      json?: unknown[];
       error?: string;
     };
 export type FromWorker =
-  | { tag: typeof TAG; type: 'ask'; id: number; what: 'info' | 'health' | 'metrics' }
+  | { tag: typeof TAG; type: 'ask'; id: number; what: WorkerAsk }
+  | { tag: typeof TAG; type: 'collected'; id: number; json: unknown }
   | { tag: typeof TAG; type: 'ready'; started: WorkerStarted }
   | { tag: typeof TAG; type: 'failed'; message: string };
+
+/** info: before start-up; health and metrics: the data process's; siblings: the other workers' metrics. */
+export type WorkerAsk = 'info' | 'health' | 'metrics' | 'siblings';
 
 /** What a worker learns from the supervisor before it starts its roles. */
 export interface WorkerInfo {
@@ -96,6 +169,8 @@ export const workerMessage = <T extends ToWorker | FromWorker>(m: Untagged<T>): 
   ({ tag: TAG, ...m }) as T;
 
 const RESTART_MIN_MS = 1_000;
+/** How long a scrape waits for a sibling's metrics; a worker that does not answer is left out. */
+const COLLECT_TIMEOUT_MS = 1_000;
 const RESTART_MAX_MS = 30_000;
 /** A worker that served this long before it died starts again without waiting. */
 const HEALTHY_AFTER_MS = 60_000;
@@ -117,6 +192,8 @@ export interface RunningWorkers {
 interface Slot {
   index: number;
   worker: Worker | null;
+  /** Whether the current worker reported ready. */
+  ready: boolean;
   readyAt: number;
   restartDelay: number;
   timer: NodeJS.Timeout | null;
@@ -171,8 +248,36 @@ export const startWorkers = async (
     if (worker.isConnected()) worker.send(workerMessage<ToWorker>({ type: 'answer', id, ...body }), () => {});
   };
 
-  const onAsk = (worker: Worker, id: number, what: 'info' | 'health' | 'metrics') => {
+  // A scrape of any worker answers for all of them (each series labelled with its worker), so a
+  // scraper behind the shared port sees every counter every time, not whichever worker it hit.
+  let nextCollect = 1;
+  const collects = new Map<number, (json: unknown) => void>();
+  const collectFrom = (slot: Slot): Promise<unknown> => {
+    const worker = slot.worker;
+    if (!worker || !slot.ready || !worker.isConnected()) return Promise.resolve(null);
+    const id = nextCollect++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        collects.delete(id);
+        resolve(null);
+      }, COLLECT_TIMEOUT_MS);
+      collects.set(id, (json) => {
+        clearTimeout(timer);
+        collects.delete(id);
+        resolve(json);
+      });
+      worker.send(workerMessage<ToWorker>({ type: 'collect', id }), () => {});
+    });
+  };
+
+  const onAsk = (worker: Worker, id: number, what: WorkerAsk) => {
     if (what === 'info') return answer(worker, id, { info: info() });
+    if (what === 'siblings') {
+      void Promise.all(slots.filter((s) => s.worker !== worker).map(collectFrom)).then((all) =>
+        answer(worker, id, { json: all.filter((j) => j !== null) }),
+      );
+      return;
+    }
     const child = dataProcess;
     if (!child) return answer(worker, id, { error: 'there is no data process' });
     if (what === 'health')
@@ -198,14 +303,19 @@ export const startWorkers = async (
       });
       const worker = cluster.fork({ SVC_DATABASE_URL: database.url });
       slot.worker = worker;
+      slot.ready = false;
       if (engine) slot.unserve = serveEngine(worker as unknown as Channel, engine);
       let ready = false;
       worker.on('message', (m: unknown) => {
         if (!isWorkerMessage<FromWorker>(m)) return;
         if (m.type === 'ask') onAsk(worker, m.id, m.what);
+        else if (m.type === 'collected') collects.get(m.id)?.(m.json);
         else if (m.type === 'ready') {
           ready = true;
+          slot.ready = true;
           slot.readyAt = Date.now();
+          // A worker that came up while the others drain stops at once.
+          if (stopping) worker.send(workerMessage<ToWorker>({ type: 'stop' }), () => {});
           resolve(m.started);
         } else if (m.type === 'failed' && !ready) reject(new Error(`worker ${slot.index}: ${m.message}`));
       });
@@ -259,7 +369,7 @@ export const startWorkers = async (
     });
 
   // However the supervisor ends (a forced exit, a crash), no worker outlives it; a worker whose
-  // supervisor was killed with -9 drains and leaves on the IPC disconnect.
+  // supervisor was killed with -9 exits on the IPC disconnect (node:cluster's own handler).
   const killWorkers = () => {
     for (const slot of slots) slot.worker?.process.kill('SIGKILL');
   };
@@ -273,7 +383,10 @@ export const startWorkers = async (
       slots.map((slot) => {
         const worker = slot.worker;
         if (!worker) return Promise.resolve();
-        if (worker.isConnected()) worker.send(workerMessage<ToWorker>({ type: 'stop' }), () => {});
+        // A worker still starting may not listen for messages yet, and Node drops what it is sent:
+        // SIGTERM reaches it whatever it is doing (a worker takes a second request as the same one).
+        if (worker.isConnected() && slot.ready)
+          worker.send(workerMessage<ToWorker>({ type: 'stop' }), () => {});
         else worker.process.kill('SIGTERM');
         return exited(worker, config.SVC_SHUTDOWN_TIMEOUT_MS + 2_000);
       }),
@@ -286,6 +399,7 @@ export const startWorkers = async (
   };
 
   try {
+    checkpoint();
     if (data.length > 0) {
       const child = await startDataProcess({
         config,
@@ -302,10 +416,12 @@ export const startWorkers = async (
       }
     }
     checkpoint();
+    retireSlots(dataDirOf(config), count, log);
     for (let index = 0; index < count; index++)
       slots.push({
         index,
         worker: null,
+        ready: false,
         readyAt: 0,
         restartDelay: RESTART_MIN_MS,
         timer: null,
@@ -324,6 +440,8 @@ export const startWorkers = async (
     checkpoint();
   } catch (err) {
     await stop();
+    // A stop asked for during start-up is that, not the failure it caused (a worker cut short).
+    if (options.signal?.aborted) throw options.signal.reason;
     throw err;
   }
   const first = started as WorkerStarted;

@@ -38,24 +38,38 @@ const chat = (text: string) =>
     signal: AbortSignal.timeout(15_000),
   });
 
-/** The worker that answered one scrape on a connection of its own: slot -> pid. */
-const scrapeWorker = async (): Promise<[string, string] | null> => {
+const scrape = async (): Promise<string> => {
   const res = await fetch(`${serve!.httpUrl}/metrics`, {
     headers: { connection: 'close' },
     signal: AbortSignal.timeout(15_000),
   });
-  const m = /^svc_serve_worker\{slot="(\d+)",pid="(\d+)"\} 1$/m.exec(await res.text());
-  return m ? [m[1]!, m[2]!] : null;
+  return res.text();
 };
 
-/** The workers seen over `n` scrapes: slot -> pid. */
-const workersSeen = async (n: number): Promise<Map<string, string>> => {
+const label = (line: string, name: string): string | undefined =>
+  new RegExp(`[{,]${name}="([^"]*)"`).exec(line)?.[1];
+
+/** The workers one scrape names, whichever worker answered it (each answers for all): slot -> pid. */
+const workersSeen = async (): Promise<Map<string, string>> => {
   const seen = new Map<string, string>();
-  for (let i = 0; i < n; i++) {
-    const w = await scrapeWorker();
-    if (w) seen.set(w[0], w[1]);
-  }
+  for (const line of (await scrape()).split('\n'))
+    if (line.startsWith('svc_serve_worker{')) seen.set(label(line, 'slot')!, label(line, 'pid')!);
   return seen;
+};
+
+/** GET /healthz answered so far, by worker. */
+const healthzByWorker = async (): Promise<Map<string, number>> => {
+  const counts = new Map<string, number>();
+  for (const line of (await scrape()).split('\n'))
+    if (
+      line.startsWith('svc_http_request_duration_seconds_count{') &&
+      label(line, 'route') === '/healthz' &&
+      label(line, 'status') === '200'
+    ) {
+      const worker = label(line, 'worker')!;
+      counts.set(worker, (counts.get(worker) ?? 0) + Number(line.split(' ').at(-1)));
+    }
+  return counts;
 };
 
 const startLine = (): Record<string, unknown> =>
@@ -161,9 +175,20 @@ describe('svc serve --workers 2 (issue 26)', () => {
   });
 
   it('answers from both workers on the one port; /healthz of each sees the data process', async () => {
-    const seen = await workersSeen(30);
+    const seen = await workersSeen();
     expect([...seen.keys()].sort()).toEqual(['0', '1']);
     expect(new Set(seen.values())).toEqual(new Set((startLine().workers as number[]).map(String)));
+    const before = await healthzByWorker();
+    for (let i = 0; i < 40; i++) {
+      const res = await fetch(`${serve!.httpUrl}/healthz`, { headers: { connection: 'close' } });
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    // Each worker took some of the connections, and one scrape counts every worker's answers.
+    const after = await healthzByWorker();
+    const took = ['0', '1'].map((w) => (after.get(w) ?? 0) - (before.get(w) ?? 0));
+    expect(took[0]! + took[1]!).toBeGreaterThanOrEqual(40);
+    expect(Math.min(...took)).toBeGreaterThan(0);
     for (let i = 0; i < 4; i++) {
       const res = await fetch(`${serve!.httpUrl}/healthz`, { headers: { connection: 'close' } });
       const body = (await res.json()) as { dependencies: Record<string, { status: string }> };
@@ -203,8 +228,7 @@ describe('svc serve --workers 2 (issue 26)', () => {
   }, 60_000);
 
   it('starts a worker killed with -9 again in its slot, while the other serves', async () => {
-    const before = await workersSeen(30);
-    const victim = Number(before.get('1'));
+    const victim = Number((await workersSeen()).get('1'));
     expect(victim).toBeGreaterThan(0);
     process.kill(victim, 'SIGKILL');
     // The other worker answers meanwhile: a connection to the dead one fails, the next one works.
@@ -225,8 +249,7 @@ describe('svc serve --workers 2 (issue 26)', () => {
     expect(answered).toBeGreaterThanOrEqual(8);
     await eventually(
       async () => {
-        const seen = await workersSeen(6);
-        const pid = seen.get('1');
+        const pid = (await workersSeen()).get('1');
         return pid !== undefined && Number(pid) !== victim;
       },
       30_000,
@@ -244,7 +267,8 @@ describe('svc serve --workers 2 (issue 26)', () => {
 });
 
 describe('--workers on the command line', () => {
-  it('stops on Ctrl-C (SIGINT to the process group): one request, every process drains, none is left', async () => {
+  /** `svc serve --roles gateway` with two workers on the embedded default, in its own process group. */
+  const spawnWorkers = () => {
     // A gateway alone runs one worker per core by default; two here whatever the machine has.
     const child = spawn(process.execPath, [SVC_BIN, 'serve', '--json', '--roles', 'gateway'], {
       env: { ...process.env, ...env, SVC_SERVE_WORKERS: '2', SVC_HTTP_PORT: '0', SVC_GRPC_PORT: '0' },
@@ -259,13 +283,41 @@ describe('--workers on the command line', () => {
       out += d.toString();
     });
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    await eventually(async () => out.includes('"http_url"'), 90_000, 'the gateway workers serve');
-    expect(
-      (JSON.parse(out.split('\n').find((l) => l.includes('"http_url"'))!) as { workers: number[] }).workers,
-    ).toHaveLength(2);
-    process.kill(-child.pid!, 'SIGINT');
-    expect(await exited).toBe(0);
-    expect(out).not.toMatch(/second signal|timed out|"level":50/);
+    const started = async () => {
+      await eventually(async () => out.includes('"http_url"'), 90_000, 'the gateway workers serve');
+      return JSON.parse(out.split('\n').find((l) => l.includes('"http_url"'))!) as { workers: number[] };
+    };
+    return { child, exited, started, output: () => out };
+  };
+
+  it('stops on Ctrl-C (SIGINT to the process group): one request, every process drains, none is left', async () => {
+    const s = spawnWorkers();
+    expect((await s.started()).workers).toHaveLength(2);
+    process.kill(-s.child.pid!, 'SIGINT');
+    expect(await s.exited).toBe(0);
+    expect(s.output()).not.toMatch(/second signal|timed out|"level":50/);
+    expect(await leftoversAfter(dataDir, 15_000)).toEqual([]);
+  }, 120_000);
+
+  it('stops on SIGTERM while a worker is being started again: the new worker stops too, in time', async () => {
+    const s = spawnWorkers();
+    const { workers } = await s.started();
+    process.kill(workers[1]!, 'SIGKILL');
+    // The slot starts again after a second; the stop lands while its worker is starting.
+    await new Promise((r) => setTimeout(r, 1_300));
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+    expect(s.output()).toMatch(/worker exited; starting it again/);
+    expect(s.output()).not.toMatch(/timed out|did not stop in time/);
+    expect(await leftoversAfter(dataDir, 15_000)).toEqual([]);
+  }, 120_000);
+
+  it('a SIGTERM during start-up is a stop, not a failure: exit 0, nothing left', async () => {
+    const s = spawnWorkers();
+    await new Promise((r) => setTimeout(r, 2_500));
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+    expect(s.output()).not.toMatch(/"error"|svc: /);
     expect(await leftoversAfter(dataDir, 15_000)).toEqual([]);
   }, 120_000);
 

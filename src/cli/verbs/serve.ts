@@ -205,7 +205,10 @@ export const registerServe = (program: Command): void => {
           return;
         }
         const logger = pino({ level: config.SVC_LOG_LEVEL, base: { svc: VERSION } });
-        const signals = handleSignals(logger, config.SVC_SHUTDOWN_TIMEOUT_MS);
+        // A supervisor's stop is its workers' drain (each bounded by the timeout) and then its data
+        // process's (the same again): its own bound covers both.
+        const timeoutMs = config.SVC_SHUTDOWN_TIMEOUT_MS;
+        const signals = handleSignals(logger, workers > 1 ? 2 * timeoutMs + 5_000 : timeoutMs);
         let served: Served;
         let stop: () => Promise<void>;
         try {

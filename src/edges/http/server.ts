@@ -27,6 +27,8 @@ export interface HttpServerOptions {
   bodyLimit?: number;
   /** Metrics of another process this one answers for (its data process), appended to /metrics. */
   moreMetrics?: () => Promise<string>;
+  /** This process's own metrics, when they are more than its registry (a worker's: cli/worker-process.ts). */
+  ownMetrics?: () => Promise<string>;
 }
 
 /**
@@ -125,7 +127,10 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
   });
 
   app.get('/metrics', async (_request, reply) => {
-    const [own, more] = await Promise.all([options.metrics.metrics(), options.moreMetrics?.() ?? '']);
+    const [own, more] = await Promise.all([
+      options.ownMetrics?.() ?? options.metrics.metrics(),
+      options.moreMetrics?.() ?? '',
+    ]);
     return reply.type(options.metrics.contentType).send(more ? `${own}\n${more}` : own);
   });
 

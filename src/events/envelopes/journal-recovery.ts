@@ -33,7 +33,7 @@ interface Segment {
 }
 
 /** Gone, or a previous life of this pid (a container restarted under the same pid). */
-const ownerGone = (pid: number, start: number): boolean => {
+export const ownerGone = (pid: number, start: number): boolean => {
   if (pid === process.pid) return start !== (startTicksOf(pid) ?? 0) || start === 0;
   if (!processAlive(pid)) return true;
   const now = startTicksOf(pid);

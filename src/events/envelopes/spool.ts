@@ -34,8 +34,8 @@ export interface SpoolEntry {
   raw: string;
 }
 
-const SEGMENT = /^requests-(\d{12})\.ndjson$/;
-const segmentName = (seq: number) => `requests-${String(seq).padStart(12, '0')}.ndjson`;
+export const SPOOL_SEGMENT = /^requests-(\d{12})\.ndjson$/;
+export const spoolSegmentName = (seq: number) => `requests-${String(seq).padStart(12, '0')}.ndjson`;
 /** Lines the drainer could not deliver or parse, kept byte for byte for an operator to inspect. */
 export const REJECTED_FILE = 'requests-rejected.ndjson';
 
@@ -158,7 +158,7 @@ export class Spool {
     const names = await readdir(dir);
     return names
       .flatMap((name) => {
-        const m = SEGMENT.exec(name);
+        const m = SPOOL_SEGMENT.exec(name);
         return m ? [{ seq: Number(m[1]), path: join(dir, name) }] : [];
       })
       .sort((a, b) => a.seq - b.seq);
@@ -233,7 +233,7 @@ export class Spool {
     // (and deletes) a segment that is about to be written.
     this.unsealedSeq = seq;
     try {
-      const handle = await open(join(this.dir, segmentName(seq)), 'a');
+      const handle = await open(join(this.dir, spoolSegmentName(seq)), 'a');
       this.active = { seq, handle, bytes: 0 };
     } catch (err) {
       this.unsealedSeq = undefined;
