@@ -14,7 +14,7 @@ import { leftoversAfter, leftoversUnder } from '../helpers/leftovers.js';
 import { call, metricSum, sleep } from '../helpers/outside.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { allLedgerLines, allRequestRows, type RequestRow, repeated } from '../helpers/records.js';
-import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js';
+import { type ServeProcess, startServe, svcJson, upsertFakeGpt4o } from '../helpers/svc-process.js';
 
 // SPEC 1.3, 2.5, 6 across processes on one machine: two gateways (`svc serve --roles gateway`),
 // one process of data roles (control plane, query, ingest with wallet settlement, projector), one
@@ -114,11 +114,7 @@ const stopProcess = async (p: ServeProcess | null, signal: NodeJS.Signals) => {
 /** One process per gateway, whatever the host has cores for: the kill takes the whole gateway. */
 const startGateway = (g: Gateway) => serve(g.dir, 'gateway', { SVC_SERVE_WORKERS: '1' });
 
-const svc = async (args: string[]) => {
-  const r = await runSvc([...args, '--json'], { ...env, SVC_DATA_DIR: dataDir });
-  if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as Record<string, unknown>;
-};
+const svc = svcJson(() => ({ ...env, SVC_DATA_DIR: dataDir }));
 
 const chatBody = (stream: boolean, text: string) => ({
   model: 'gpt-4o',
@@ -353,24 +349,7 @@ beforeAll(async () => {
     '--project',
     'Cluster',
   ])) as never;
-  await svc([
-    'registry',
-    'upsert',
-    '--adapter',
-    'openai',
-    '--lane',
-    'openai',
-    '--model',
-    'gpt-4o',
-    '--provider-model-id',
-    'gpt-4o',
-    '--base-url',
-    fake.url,
-    '--input-price-per-token',
-    '0.000001',
-    '--output-price-per-token',
-    '0.000002',
-  ]);
+  await upsertFakeGpt4o(svc, fake.url);
   // A platform key and no connection of the project's own: every request is wallet traffic.
   await svc([
     'keys',

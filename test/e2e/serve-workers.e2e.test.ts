@@ -9,7 +9,14 @@ import { eventually } from '../helpers/gateway-env.js';
 import { grpcClient } from '../helpers/grpc.js';
 import { leftoversAfter, leftoversUnder } from '../helpers/leftovers.js';
 import { missingRows } from '../helpers/outside.js';
-import { runSvc, type ServeProcess, SVC_BIN, startServe } from '../helpers/svc-process.js';
+import {
+  runSvc,
+  type ServeProcess,
+  SVC_BIN,
+  startServe,
+  svcJson,
+  upsertFakeGpt4o,
+} from '../helpers/svc-process.js';
 
 // Issue 26 item 2: `svc serve --workers 2` on the embedded default. The HTTP roles serve from two
 // processes on one port, the data roles from the supervisor's one data process, whose embedded
@@ -24,11 +31,7 @@ let boot: { org_id: string; project_id: string; api_key: string };
 let lastRefusal = '';
 const admin = `admin-${randomBytes(12).toString('hex')}`;
 
-const svc = async (args: string[]) => {
-  const r = await runSvc([...args, '--json'], env);
-  if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as Record<string, unknown>;
-};
+const svc = svcJson(() => env);
 
 const chat = (text: string) =>
   fetch(`${serve!.httpUrl}/v1/chat/completions`, {
@@ -101,24 +104,7 @@ beforeAll(async () => {
     '--project',
     'W',
   ])) as never;
-  await svc([
-    'registry',
-    'upsert',
-    '--adapter',
-    'openai',
-    '--lane',
-    'openai',
-    '--model',
-    'gpt-4o',
-    '--provider-model-id',
-    'gpt-4o',
-    '--base-url',
-    fake.url,
-    '--input-price-per-token',
-    '0.000001',
-    '--output-price-per-token',
-    '0.000002',
-  ]);
+  await upsertFakeGpt4o(svc, fake.url);
   await svc([
     'connections',
     'create',

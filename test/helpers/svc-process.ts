@@ -102,3 +102,35 @@ export const startServe = (
       reject(new Error(`svc serve exited with ${code}: ${out}`));
     });
   });
+
+export type SvcJson = (args: string[]) => Promise<Record<string, unknown>>;
+
+/** Runs `svc <args> --json` with `env` and returns its JSON; a non-zero exit throws with stderr. */
+export const svcJson =
+  (env: () => NodeJS.ProcessEnv): SvcJson =>
+  async (args) => {
+    const r = await runSvc([...args, '--json'], env());
+    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed: ${r.stderr}`);
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  };
+
+/** gpt-4o on the openai lane at `baseUrl` (a fake upstream), at 1 and 2 micro-USD a token. */
+export const upsertFakeGpt4o = (svc: SvcJson, baseUrl: string) =>
+  svc([
+    'registry',
+    'upsert',
+    '--adapter',
+    'openai',
+    '--lane',
+    'openai',
+    '--model',
+    'gpt-4o',
+    '--provider-model-id',
+    'gpt-4o',
+    '--base-url',
+    baseUrl,
+    '--input-price-per-token',
+    '0.000001',
+    '--output-price-per-token',
+    '0.000002',
+  ]);

@@ -7,7 +7,7 @@ import { type FakeOpenAI, stallMidStream, startFakeOpenAI } from '../fakes/opena
 import { eventually } from '../helpers/gateway-env.js';
 import { leftoversAfter, leftoversUnder } from '../helpers/leftovers.js';
 import { call, missingRows, requestRow } from '../helpers/outside.js';
-import { runSvc, type ServeProcess, startServe } from '../helpers/svc-process.js';
+import { type ServeProcess, startServe, svcJson, upsertFakeGpt4o } from '../helpers/svc-process.js';
 
 // SPEC 1.3, 2.5, 6: after `kill -9` of `svc serve` on the embedded default,
 // every request that was answered is recorded exactly once, and every request whose upstream call
@@ -30,11 +30,7 @@ let serve: ServeProcess | null = null;
 let boot: { org_id: string; project_id: string; api_key: string };
 const admin = `admin-${randomBytes(12).toString('hex')}`;
 
-const svc = async (args: string[]) => {
-  const r = await runSvc([...args, '--json'], env);
-  if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as Record<string, unknown>;
-};
+const svc = svcJson(() => env);
 
 const chatBody = (stream: boolean, text: string) => ({
   model: 'gpt-4o',
@@ -80,24 +76,7 @@ beforeAll(async () => {
     '--project',
     'Crash',
   ])) as never;
-  await svc([
-    'registry',
-    'upsert',
-    '--adapter',
-    'openai',
-    '--lane',
-    'openai',
-    '--model',
-    'gpt-4o',
-    '--provider-model-id',
-    'gpt-4o',
-    '--base-url',
-    fake.url,
-    '--input-price-per-token',
-    '0.000001',
-    '--output-price-per-token',
-    '0.000002',
-  ]);
+  await upsertFakeGpt4o(svc, fake.url);
   await svc([
     'connections',
     'create',
