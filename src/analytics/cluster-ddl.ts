@@ -86,7 +86,7 @@ const MATERIALIZED_VIEW = new RegExp(
 );
 const ALTER_TABLE = new RegExp(`^ALTER\\s+TABLE\\s+${IDENT}\\s+`, 'i');
 const DELETE_FROM = new RegExp(`^DELETE\\s+FROM\\s+${IDENT}\\s+(?=WHERE\\b|IN\\s+PARTITION\\b)`, 'i');
-const OPTIMIZE = new RegExp(`^OPTIMIZE\\s+TABLE\\s+${IDENT}\\b`, 'i');
+const OPTIMIZE = new RegExp(`^OPTIMIZE\\s+TABLE\\s+${IDENT}(?![\\w.])`, 'i');
 const TRUNCATE = new RegExp(`^TRUNCATE\\s+(?:TABLE\\s+)?(IF\\s+EXISTS\\s+)?${IDENT}$`, 'i');
 const INSERT = new RegExp(`^INSERT\\s+INTO\\s+${IDENT}\\b`, 'i');
 
@@ -284,8 +284,14 @@ export const toClusterCommand = (statement: string, target: ClusterTarget): stri
   if (mutated) return mutated[0]!;
   if (SCHEMA_CHANGE.test(s.masked))
     throw new Error('a schema change outside migrations/clickhouse would reach one node of the cluster');
+  // A change of rows in a form the patterns above do not read (a qualified name, a WITH before a
+  // DELETE, TRUNCATE with SETTINGS) would reach the Distributed table or one node: refused.
+  if (ROW_CHANGE.test(s.masked) || /^WITH\b[\s\S]*\b(?:DELETE|UPDATE)\b/i.test(s.top))
+    throw new Error(`a change of rows cluster DDL does not read: ${statement.slice(0, 80)}`);
   return statement;
 };
+
+const ROW_CHANGE = /^\s*(?:DELETE|TRUNCATE|OPTIMIZE|UPDATE)\b/i;
 
 /** The database on every node, created before any table of it. */
 export const databaseOnCluster = (t: ClusterTarget): string =>

@@ -215,6 +215,20 @@ describe('statements the service runs on a cluster', () => {
     );
     expect(() => toClusterCommand('DROP TABLE t', target)).toThrow(/would reach one node/);
   });
+
+  it('refuses a change of rows in a form it does not read, rather than send it to one table', () => {
+    for (const statement of [
+      'DELETE FROM svc.vector_chunks WHERE 1',
+      'TRUNCATE TABLE requests;',
+      'TRUNCATE requests SETTINGS x = 1',
+      'WITH 1 AS x DELETE FROM vector_chunks WHERE 1',
+      'OPTIMIZE TABLE svc.requests FINAL',
+    ])
+      expect(() => toClusterCommand(statement, target)).toThrow(/a change of rows cluster DDL does not read/);
+    expect(toClusterCommand('OPTIMIZE TABLE requests FINAL', target)).toBe(
+      "OPTIMIZE TABLE svc.requests_local ON CLUSTER 'main' FINAL",
+    );
+  });
 });
 
 describe('clusterTarget', () => {

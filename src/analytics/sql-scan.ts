@@ -21,9 +21,16 @@ export const scan = (sql: string): Scanned => {
     if (c === '-' && sql[i + 1] === '-') {
       const end = sql.indexOf('\n', i);
       i = end < 0 ? sql.length : end;
+    } else if (c === '#' || (c === '$' && sql[i + 1] === '$')) {
+      // ClickHouse's `#` comments and `$$` strings: refused rather than misread.
+      throw new Error(
+        `a ${c === '#' ? '# comment' : '$$ string'}, which cluster DDL does not read (use -- or '...')`,
+      );
     } else if (c === '/' && sql[i + 1] === '*') {
       const end = sql.indexOf('*/', i + 2);
       if (end < 0) throw new Error('an unterminated comment');
+      // Nested comments end later than the first `*/`: refused rather than misread.
+      if (sql.slice(i + 2, end).includes('/*')) throw new Error('a nested /* comment */');
       text += ' ';
       masked += ' ';
       i = end + 2;

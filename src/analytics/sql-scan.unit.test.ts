@@ -21,6 +21,13 @@ describe('scan', () => {
     expect(() => scan('SELECT (1')).toThrow(/unbalanced/);
     expect(() => scan('SELECT 1)')).toThrow(/unbalanced/);
     expect(() => scan('SELECT /* 1')).toThrow(/unterminated comment/);
+    // ClickHouse reads these; the scanner would not, so a key could hide behind one.
+    expect(() => scan('ENGINE = ReplacingMergeTree(v) # was ORDER BY request_id\nORDER BY org_id')).toThrow(
+      /# comment/,
+    );
+    expect(() => scan('SELECT $$a)$$')).toThrow(/\$\$ string/);
+    expect(() => scan('SELECT /* a /* b */ ORDER BY x */ 1')).toThrow(/nested/);
+    expect(scan("SELECT '#' AS h, `$$` AS d").text).toBe("SELECT '#' AS h, `$$` AS d");
   });
 });
 

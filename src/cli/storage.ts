@@ -14,12 +14,23 @@ import { type Database, dataDirOf } from './runtime.js';
  * large): a process carries only what it opens.
  */
 
-/** What the NATS bus takes from the configuration: its stream and subject names, its replicas. */
-export const natsBusOptions = (config: Config) => ({
-  streamNamePrefix: config.SVC_NATS_STREAM_PREFIX,
-  replicas: config.SVC_NATS_REPLICAS,
-  ...(config.SVC_NATS_SUBJECT_PREFIX ? { subjectPrefix: config.SVC_NATS_SUBJECT_PREFIX } : {}),
-});
+/**
+ * What the NATS bus takes from the configuration: its stream and subject names, its replicas. A
+ * stream prefix of its own alone would not keep a deployment apart (two streams may not take the
+ * same subjects, and a publish lands in whichever has them): without SVC_NATS_SUBJECT_PREFIX, one
+ * is made from it (`DEPLOYA_` -> `deploya`).
+ */
+export const natsBusOptions = (config: Config) => {
+  const stream = config.SVC_NATS_STREAM_PREFIX;
+  const subject =
+    config.SVC_NATS_SUBJECT_PREFIX ??
+    (stream === 'SVC_' ? undefined : stream.toLowerCase().replace(/_+$/, '') || undefined);
+  return {
+    streamNamePrefix: stream,
+    replicas: config.SVC_NATS_REPLICAS,
+    ...(subject ? { subjectPrefix: subject } : {}),
+  };
+};
 
 export const openBus = async (config: Config, database: Database): Promise<Bus> =>
   config.SVC_NATS_URL

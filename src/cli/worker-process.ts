@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
-import { AggregatorRegistry, Gauge } from 'prom-client';
+import { AggregatorRegistry, Gauge, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+
+type MetricJson = MetricObjectWithValues<MetricValue<string>>[];
+
 import type { Channel } from '../analytics/chdb/channel.js';
 import type { Config } from '../config/config.js';
 import type { DependencyState } from '../lib/health.js';
@@ -132,8 +135,11 @@ export const runWorker = async (
           (m) => m.json ?? [],
           () => [],
         );
-        const own = await registry.getMetricsAsJSON();
-        return AggregatorRegistry.aggregate([own, ...siblings] as (typeof own)[]).metrics();
+        const all = [await registry.getMetricsAsJSON(), ...(siblings as MetricJson[])];
+        // Each series carries its worker's label, so none adds to another's: every family is kept,
+        // those prom-client would otherwise leave out of an aggregate (process_start_time_seconds).
+        for (const family of all.flat()) family.aggregator = 'sum';
+        return AggregatorRegistry.aggregate(all).metrics();
       },
     });
     // Every series says which worker it is of: a scrape of one worker carries all of them.

@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import { readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -103,10 +103,13 @@ export const retireSlots = (dataDir: string, count: number, log: Pick<Logger, 'i
     return;
   }
   for (const name of entries) {
-    const slot = /^\d+$/.test(name) ? Number(name) : -1;
+    // A slot's directory is named as slotDir names it, and is a directory: anything else is not ours.
+    const slot = /^[1-9]\d{0,2}$/.test(name) ? Number(name) : -1;
     if (slot < count) continue;
+    const from = join(dataDir, 'workers', name);
     const into = slotDir(dataDir, slot % count);
-    const result = mergeRecordDirs(slotDir(dataDir, slot), into);
+    if (!lstatSync(from).isDirectory() || realpathSync(from) === realpathSync(into)) continue;
+    const result = mergeRecordDirs(from, into);
     if ('inUse' in result)
       log.warn(
         { slot, journals: result.inUse },

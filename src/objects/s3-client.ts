@@ -80,9 +80,15 @@ export class S3Client {
   async send(
     method: Method,
     name: string | null,
-    call: { query?: Record<string, string>; headers?: Record<string, string>; body?: Buffer } = {},
+    call: {
+      query?: Record<string, string>;
+      headers?: Record<string, string>;
+      body?: Buffer;
+      /** One attempt with this bound on the whole call (a health check: never piles up). */
+      onceWithinMs?: number;
+    } = {},
   ): Promise<Answer> {
-    const attempts = method === 'POST' ? 1 : ATTEMPTS;
+    const attempts = method === 'POST' || call.onceWithinMs !== undefined ? 1 : ATTEMPTS;
     for (let attempt = 1; ; attempt++) {
       const last = attempt === attempts;
       let answer: Answer;
@@ -100,8 +106,9 @@ export class S3Client {
           method,
           headers: Object.fromEntries(signed.headers),
           body: call.body ?? null,
-          headersTimeout: this.timeoutMs,
-          bodyTimeout: this.timeoutMs,
+          headersTimeout: call.onceWithinMs ?? this.timeoutMs,
+          bodyTimeout: call.onceWithinMs ?? this.timeoutMs,
+          ...(call.onceWithinMs === undefined ? {} : { signal: AbortSignal.timeout(call.onceWithinMs) }),
         });
       } catch (err) {
         if (!last) {

@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { objectStoreContract } from '../../test/contract/objects.contract.js';
@@ -231,6 +231,24 @@ describe('S3 object store', () => {
       });
       expect((err as Error).message).not.toContain(SECRET);
       expect(await store.health()).toMatchObject({ ok: false, adapter: 's3' });
+    });
+
+    it('checks the health of a store that hangs once at a time, within its bound (probes never pile up)', async () => {
+      const sockets: Socket[] = [];
+      const hanging = createNetServer((socket) => void sockets.push(socket));
+      await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+      try {
+        const endpoint = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`;
+        const store = storeOn(server, { endpoint });
+        const started = Date.now();
+        const checks = await Promise.all(Array.from({ length: 10 }, () => store.health()));
+        expect(Date.now() - started).toBeLessThan(2_000);
+        expect(checks.every((c) => !c.ok)).toBe(true);
+        expect(sockets.length).toBe(1);
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => hanging.close(resolve));
+      }
     });
 
     it('tries an idempotent call three times on 5xx, a POST once', async () => {

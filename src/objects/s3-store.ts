@@ -13,6 +13,9 @@ import {
 import { type S3Answer as Answer, headerOf, S3Client, type S3ClientOptions } from './s3-client.js';
 import { completeUploadXml, describeS3Error, parseListPage, xmlField } from './s3-xml.js';
 
+/** Below the health registry's own bound (2 s), so a check never outlives the probe that asked. */
+const HEALTH_TIMEOUT_MS = 1_500;
+
 const MiB = 1024 * 1024;
 /** S3's smallest part of a multipart upload, the last one excepted. */
 export const MIN_PART_SIZE = 5 * MiB;
@@ -226,9 +229,22 @@ export class S3ObjectStore implements ObjectStore {
     return found.sort(byKey);
   }
 
-  async health(): Promise<ObjectStoreHealth> {
+  /**
+   * A HEAD of the bucket: one attempt within HEALTH_TIMEOUT_MS, and checks asked for while one is
+   * in flight share it, so probes against a store that hangs hold one connection, not one each.
+   */
+  health(): Promise<ObjectStoreHealth> {
+    this.checking ??= this.checkHealth().finally(() => {
+      this.checking = null;
+    });
+    return this.checking;
+  }
+
+  private checking: Promise<ObjectStoreHealth> | null = null;
+
+  private async checkHealth(): Promise<ObjectStoreHealth> {
     try {
-      const answer = await this.client.send('HEAD', null);
+      const answer = await this.client.send('HEAD', null, { onceWithinMs: HEALTH_TIMEOUT_MS });
       if (answer.statusCode !== 200) throw await this.client.failure('HEAD', '(the bucket)', answer);
       await answer.body.dump();
       return { ok: true, adapter: 's3' };

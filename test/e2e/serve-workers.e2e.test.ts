@@ -163,6 +163,10 @@ describe('svc serve --workers 2 (issue 26)', () => {
   it('answers from both workers on the one port; /healthz of each sees the data process', async () => {
     const seen = await workersSeen();
     expect([...seen.keys()].sort()).toEqual(['0', '1']);
+    // Every family of every worker, the ones an aggregate would leave out included.
+    const text = await scrape();
+    expect(text.match(/^process_start_time_seconds\{[^}]*worker="\d"[^}]*\} /gm)).toHaveLength(2);
+    expect(text.match(/^# TYPE svc_http_request_duration_seconds /gm)).toHaveLength(1);
     expect(new Set(seen.values())).toEqual(new Set((startLine().workers as number[]).map(String)));
     const before = await healthzByWorker();
     for (let i = 0; i < 40; i++) {

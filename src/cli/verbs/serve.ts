@@ -9,10 +9,10 @@ import type { RoleName } from '../../roles/role.js';
 import { splitRoles } from '../data-process.js';
 import { runDataProcess } from '../data-process-child.js';
 import { emit } from '../output.js';
-import { readConfig } from '../runtime.js';
+import { dataDirOf, readConfig } from '../runtime.js';
 import { parseRoles, type RunningService, startService } from '../service.js';
 import { runWorker } from '../worker-process.js';
-import { type RunningWorkers, startWorkers, workerCount, workerRoles } from '../workers.js';
+import { type RunningWorkers, retireSlots, startWorkers, workerCount, workerRoles } from '../workers.js';
 
 /**
  * SVC_HEAP=lean, and `auto` in a process without data roles (a gateway). V8 reads the factor at
@@ -222,6 +222,8 @@ export const registerServe = (program: Command): void => {
             served = { ...running, workers: running.workerPids() };
             stop = running.stop;
           } else {
+            // One process: the slots an earlier `--workers` ran hand their records to the data dir's.
+            if (roles.includes('gateway')) retireSlots(dataDirOf(config), 1, logger);
             const service = await startService(config, { roles, logger, signal: signals.signal });
             served = service;
             stop = service.stop;

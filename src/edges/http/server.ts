@@ -103,19 +103,16 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     done(null, payload);
   });
 
-  // Kubernetes' habit (issue 28): liveness says only that the process answers, so an outage of a
-  // dependency makes a pod unready rather than restarted; readiness is /healthz's verdict. The
-  // server listens only after every role's caches and snapshots are loaded (Role.prepare), so an
-  // answer at all means those are in; from the moment the drain begins it stops listening and
-  // closes each connection after its answer, and a request read before that is told `draining`.
+  // Kubernetes' habit (issue 28). Liveness: the process answers. Readiness: it takes requests,
+  // which it does from the moment it listens (only after every role's caches and snapshots are
+  // loaded, Role.prepare) until its drain begins (then it stops listening, and a request read
+  // before that is told `draining`). Not the dependencies: a gateway serves through an outage of
+  // the bus (the spool) or the object store, and a shared dependency's outage must not take every
+  // pod out of its Service at once. /healthz reports each dependency.
   app.get('/livez', async (_request, reply) => reply.send({ status: 'alive' }));
-  app.get('/readyz', async (_request, reply) => {
-    if (closing) return reply.code(503).send({ status: 'draining', dependencies: {} });
-    const report = await options.health.report();
-    return reply
-      .code(report.ok ? 200 : 503)
-      .send({ status: report.ok ? 'ready' : 'not_ready', dependencies: report.dependencies });
-  });
+  app.get('/readyz', async (_request, reply) =>
+    closing ? reply.code(503).send({ status: 'draining' }) : reply.send({ status: 'ready' }),
+  );
 
   app.get('/healthz', async (_request, reply) => {
     const report = await options.health.report();

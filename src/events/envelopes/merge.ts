@@ -21,16 +21,21 @@ export type MergeResult = { merged: { journals: number; spoolSegments: number } 
  * own, and removes `from`. For a worker slot that a smaller `svc serve --workers` no longer runs
  * (cli/workers.ts): without this its records would wait there for a worker that never comes.
  *
- * Refused (`inUse`, nothing moved) while a journal in `from` belongs to a live process: a gateway
- * always has one open. Nothing may be running in `into` either (the supervisor calls this before
- * it starts its workers): spool segments are renumbered after the highest one there.
+ * Refused (`inUse`, nothing moved) while a journal in `from` or `into` belongs to a live process
+ * (a gateway always has one open): spool segments are renumbered after the highest one in `into`,
+ * which only holds while nothing writes there.
  */
 export const mergeRecordDirs = (from: string, into: string): MergeResult => {
   const journals = names(journalPath(from)).flatMap((name) => {
     const m = SEGMENT_FILE.exec(name);
     return m ? [{ name, pid: Number(m[1]), start: Number(m[2]) }] : [];
   });
-  const live = journals.filter((j) => !ownerGone(j.pid, j.start)).length;
+  const liveIn = (dir: string) =>
+    names(journalPath(dir)).filter((name) => {
+      const m = SEGMENT_FILE.exec(name);
+      return m !== null && !ownerGone(Number(m[1]), Number(m[2]));
+    }).length;
+  const live = liveIn(from) + liveIn(into);
   if (live > 0) return { inUse: live };
   mkdirSync(journalPath(into), { recursive: true });
   for (const j of journals) renameSync(join(journalPath(from), j.name), join(journalPath(into), j.name));
@@ -38,12 +43,18 @@ export const mergeRecordDirs = (from: string, into: string): MergeResult => {
   const spoolFrom = spoolPath(from);
   const spoolInto = spoolPath(into);
   mkdirSync(spoolInto, { recursive: true });
-  const seqOf = (name: string) => Number(SPOOL_SEGMENT.exec(name)?.[1] ?? Number.NaN);
+  // A segment's `.acked` checkpoint (lines already delivered) goes with it; numbering starts past
+  // every segment and checkpoint there, so no segment takes over a stray checkpoint.
+  const seqOf = (name: string) => Number(SPOOL_SEGMENT.exec(name.replace(/\.acked$/, ''))?.[1] ?? Number.NaN);
   let next = Math.max(0, ...names(spoolInto).map(seqOf).filter(Number.isFinite)) + 1;
-  const segments = names(spoolFrom)
-    .filter((n) => SPOOL_SEGMENT.test(n))
-    .sort((a, b) => seqOf(a) - seqOf(b));
-  for (const name of segments) renameSync(join(spoolFrom, name), join(spoolInto, spoolSegmentName(next++)));
+  const present = new Set(names(spoolFrom));
+  const segments = [...present].filter((n) => SPOOL_SEGMENT.test(n)).sort((a, b) => seqOf(a) - seqOf(b));
+  for (const name of segments) {
+    const to = spoolSegmentName(next++);
+    renameSync(join(spoolFrom, name), join(spoolInto, to));
+    if (present.has(`${name}.acked`))
+      renameSync(join(spoolFrom, `${name}.acked`), join(spoolInto, `${to}.acked`));
+  }
   // Lines no drain could deliver are kept for an operator, with the rest of the slot's.
   const rejected = names(spoolFrom).includes(REJECTED_FILE)
     ? readFileSync(join(spoolFrom, REJECTED_FILE))

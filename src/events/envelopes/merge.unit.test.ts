@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -29,7 +29,10 @@ describe('mergeRecordDirs', () => {
     const from = join(dataDir, 'workers', '3');
     await put(join(from, 'journal'), 'requests-999999999-1-000001.ndjson', 'journal of a dead worker\n');
     await put(join(from, 'spool'), 'requests-000000000001.ndjson', 'a\n');
-    await put(join(from, 'spool'), 'requests-000000000002.ndjson', 'b\n');
+    await put(join(from, 'spool'), 'requests-000000000002.ndjson', 'b\nc\n');
+    await put(join(from, 'spool'), 'requests-000000000002.ndjson.acked', '1');
+    // A checkpoint whose segment is gone stays with no segment: numbering goes past it.
+    await put(join(dataDir, 'spool'), 'requests-000000000008.ndjson.acked', '5');
     await put(join(from, 'spool'), 'requests-rejected.ndjson', 'rejected there\n');
     await put(join(dataDir, 'spool'), 'requests-000000000007.ndjson', 'already here\n');
     await put(join(dataDir, 'spool'), 'requests-rejected.ndjson', 'rejected here\n');
@@ -38,12 +41,16 @@ describe('mergeRecordDirs', () => {
     expect(await readdir(join(dataDir, 'journal'))).toEqual(['requests-999999999-1-000001.ndjson']);
     expect((await readdir(join(dataDir, 'spool'))).sort()).toEqual([
       'requests-000000000007.ndjson',
-      'requests-000000000008.ndjson',
+      'requests-000000000008.ndjson.acked',
       'requests-000000000009.ndjson',
+      'requests-000000000010.ndjson',
+      'requests-000000000010.ndjson.acked',
       'requests-rejected.ndjson',
     ]);
-    expect(await readFile(join(dataDir, 'spool', 'requests-000000000008.ndjson'), 'utf8')).toBe('a\n');
-    expect(await readFile(join(dataDir, 'spool', 'requests-000000000009.ndjson'), 'utf8')).toBe('b\n');
+    expect(await readFile(join(dataDir, 'spool', 'requests-000000000009.ndjson'), 'utf8')).toBe('a\n');
+    expect(await readFile(join(dataDir, 'spool', 'requests-000000000010.ndjson'), 'utf8')).toBe('b\nc\n');
+    // The checkpoint went with its segment: the line delivered before is not sent again.
+    expect(await readFile(join(dataDir, 'spool', 'requests-000000000010.ndjson.acked'), 'utf8')).toBe('1');
     expect(await readFile(join(dataDir, 'spool', 'requests-rejected.ndjson'), 'utf8')).toBe(
       'rejected here\nrejected there\n',
     );
@@ -57,6 +64,18 @@ describe('mergeRecordDirs', () => {
     await put(join(from, 'spool'), 'requests-000000000001.ndjson', 'a\n');
     expect(mergeRecordDirs(from, dataDir)).toEqual({ inUse: 1 });
     expect(await readdir(join(from, 'spool'))).toEqual(['requests-000000000001.ndjson']);
+  });
+
+  it('leaves a slot alone while a live process writes where its records would go', async () => {
+    const from = join(dataDir, 'workers', '1');
+    const parent = process.ppid;
+    await put(
+      join(dataDir, 'journal'),
+      `requests-${parent}-${startTicksOf(parent) ?? 0}-000001.ndjson`,
+      'x\n',
+    );
+    await put(join(from, 'spool'), 'requests-000000000001.ndjson', 'a\n');
+    expect(mergeRecordDirs(from, dataDir)).toEqual({ inUse: 1 });
   });
 });
 
@@ -75,5 +94,15 @@ describe('retireSlots', () => {
     retireSlots(dataDir, 1, pino({ level: 'silent' }));
     expect(await readdir(join(dataDir, 'workers'))).toEqual([]);
     expect((await readdir(join(dataDir, 'spool'))).length).toBe(3);
+  });
+
+  it('passes over what is not a slot directory: a file, a name with a leading zero, a link to the target', async () => {
+    await put(join(dataDir, 'workers'), '3', 'a file');
+    await put(join(dataDir, 'workers', '07', 'spool'), 'requests-000000000001.ndjson', 'x\n');
+    await mkdir(join(dataDir, 'spool'), { recursive: true });
+    await symlink(dataDir, join(dataDir, 'workers', '4'));
+    retireSlots(dataDir, 1, pino({ level: 'silent' }));
+    expect((await readdir(join(dataDir, 'workers'))).sort()).toEqual(['07', '3', '4']);
+    expect(await readdir(join(dataDir, 'spool'))).toEqual([]);
   });
 });
