@@ -24,16 +24,29 @@ import type { RoleName } from '../roles/role.js';
 
 /** The roles a `svc serve` with the gateway hands to its data process. */
 export const DATA_PROCESS_ROLES: readonly RoleName[] = ['ingest', 'projector'];
+/**
+ * The roles that are split when there is a data process: their routes are served here, and their
+ * background work (the audit consumer and sealer) runs in the data process, off the event loop
+ * that serves requests. Named in both `here` and `child`.
+ */
+export const SPLIT_ROLES: readonly RoleName[] = ['audit'];
 
 export const splitRoles = (
   roles: readonly RoleName[],
   setting: Config['SVC_SERVE_DATA_PROCESS'],
 ): { here: RoleName[]; child: RoleName[] } => {
-  const child = roles.filter((r) => DATA_PROCESS_ROLES.includes(r));
-  if (setting === 'inline' || child.length === 0 || !roles.includes('gateway'))
+  const data = roles.filter((r) => DATA_PROCESS_ROLES.includes(r));
+  if (setting === 'inline' || data.length === 0 || !roles.includes('gateway'))
     return { here: [...roles], child: [] };
-  return { here: roles.filter((r) => !DATA_PROCESS_ROLES.includes(r)), child };
+  return {
+    here: roles.filter((r) => !DATA_PROCESS_ROLES.includes(r)),
+    child: roles.filter((r) => DATA_PROCESS_ROLES.includes(r) || SPLIT_ROLES.includes(r)),
+  };
 };
+
+/** The roles named here whose background work runs in the data process (SPLIT_ROLES). */
+export const backgroundElsewhere = (split: { here: readonly RoleName[]; child: readonly RoleName[] }) =>
+  new Set(split.here.filter((r) => split.child.includes(r)));
 
 /** Messages of the parent and its data process besides the analytics channel's. */
 const TAG = 'svc.data';

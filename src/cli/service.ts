@@ -16,7 +16,7 @@ import type { ObjectStore } from '../objects/port.js';
 import { addOwnListener, configureUpstreams } from '../providers/destinations.js';
 import { ROLE_FACTORIES } from '../roles/index.js';
 import { ROLE_NAMES, type Role, type RoleName } from '../roles/role.js';
-import { type DataProcess, splitRoles, startDataProcess } from './data-process.js';
+import { backgroundElsewhere, type DataProcess, splitRoles, startDataProcess } from './data-process.js';
 import { CliError } from './output.js';
 import { type Database, dataDirOf, loadSecrets, openDatabase, ownHttpUrl, type Secrets } from './runtime.js';
 import { ANALYTICS_DATABASE, openAnalytics, openBus, openObjects } from './storage.js';
@@ -126,6 +126,9 @@ export const startService = async (
   const split = remote
     ? { here: options.roles, child: remote.roles }
     : splitRoles(options.roles, config.SVC_SERVE_DATA_PROCESS);
+  // A split role (data-process.ts SPLIT_ROLES) is named on both sides.
+  const childOnly = split.child.filter((r) => !split.here.includes(r));
+  const allRoles = [...split.here, ...childOnly];
 
   // Everything that holds a PostgreSQL connection closes before the database does: the embedded
   // server is stopped last, so no session of ours sees it go.
@@ -199,7 +202,8 @@ export const startService = async (
       });
     }
     const ctx = {
-      roles: [...split.here, ...split.child],
+      roles: allRoles,
+      backgroundElsewhere: backgroundElsewhere(split),
       apiKeys,
       bus: openedBus,
       analytics,
@@ -234,7 +238,7 @@ export const startService = async (
     if (listen) {
       const child = dataProcess;
       // The data process's roles are named beside this process's, and serve nothing here.
-      const mounts = [...roles, ...split.child.map((name) => ({ name }))];
+      const mounts = [...roles, ...childOnly.map((name) => ({ name }))];
       app = await createHttpServer({
         logger,
         metrics,
@@ -260,7 +264,7 @@ export const startService = async (
       httpUrl: listen ? ownHttpUrl(config.SVC_HTTP_HOST, httpPort) : '',
       httpPort,
       grpcPort,
-      roles: [...roles.map((r) => r.name), ...split.child],
+      roles: [...roles.map((r) => r.name), ...childOnly],
       dataProcess: { roles: split.child, pid: dataProcess?.pid ?? null },
       notBuilt,
       database,

@@ -8,7 +8,13 @@ import type { Config } from '../config/config.js';
 import { mergeRecordDirs } from '../events/envelopes/merge.js';
 import type { DependencyState } from '../lib/health.js';
 import type { RoleName } from '../roles/role.js';
-import { DATA_PROCESS_ROLES, type DataProcess, SVC_BIN, startDataProcess } from './data-process.js';
+import {
+  DATA_PROCESS_ROLES,
+  type DataProcess,
+  SPLIT_ROLES,
+  SVC_BIN,
+  startDataProcess,
+} from './data-process.js';
 import { CliError } from './output.js';
 import { type Database, dataDirOf, loadSecrets, openDatabase, ownHttpUrl, type Secrets } from './runtime.js';
 
@@ -84,7 +90,9 @@ export const cgroupCpuQuota = (read: (path: string) => string | null): number | 
 /** The roles of the workers and of the supervisor's data process. */
 export const workerRoles = (roles: readonly RoleName[]): { http: RoleName[]; data: RoleName[] } => ({
   http: roles.filter((r) => !DATA_PROCESS_ROLES.includes(r)),
-  data: roles.filter((r) => DATA_PROCESS_ROLES.includes(r)),
+  data: roles.some((r) => DATA_PROCESS_ROLES.includes(r))
+    ? roles.filter((r) => DATA_PROCESS_ROLES.includes(r) || SPLIT_ROLES.includes(r))
+    : [],
 });
 
 /** The directory of a worker's own files (RoleContext.processDir). */

@@ -43,6 +43,12 @@ describe('svc serve --workers (issue 26)', () => {
       http: ['gateway', 'query'],
       data: ['ingest', 'projector'],
     });
+    // audit is served by the workers and consumed and sealed in the data process.
+    expect(workerRoles(['gateway', 'ingest', 'audit'])).toEqual({
+      http: ['gateway', 'audit'],
+      data: ['ingest', 'audit'],
+    });
+    expect(workerRoles(['gateway', 'audit'])).toEqual({ http: ['gateway', 'audit'], data: [] });
   });
 
   it('gives slot 0 the data dir itself and every other slot a directory of its own', () => {

@@ -18,21 +18,25 @@ export const auditRole = (ctx: RoleContext): Role => {
   if (!objects) throw new Error('the audit role needs the object store');
   const reads = new AuditReads(ctx.pool, objects);
   const controlPlane = new ControlPlaneReads(ctx.pool);
+  // Beside a data process, the consumer and sealer run there (cli/data-process.ts SPLIT_ROLES),
+  // and so do their metrics: the data process's are appended to this one's /metrics.
+  const background = !ctx.backgroundElsewhere.has('audit');
+  const registers = background ? [ctx.metrics] : [];
   const stored = new Counter({
     name: 'svc_audit_events_stored_total',
     help: 'Audit events stored in their tenant log (stored), deliveries of a stored event (duplicate), and other bytes under a stored id (conflict, kept out)',
     labelNames: ['result'] as const,
-    registers: [ctx.metrics],
+    registers,
   });
   const sealedEvents = new Counter({
     name: 'svc_audit_events_sealed_total',
     help: 'Audit events sealed into signed batches',
-    registers: [ctx.metrics],
+    registers,
   });
   const sealedBatches = new Counter({
     name: 'svc_audit_batches_sealed_total',
     help: 'Signed audit batches sealed',
-    registers: [ctx.metrics],
+    registers,
   });
   const consumer = new AuditConsumer({
     bus: ctx.bus,
@@ -65,10 +69,11 @@ export const auditRole = (ctx: RoleContext): Role => {
     },
     onError: (err, context) => ctx.logger.error({ err }, context),
   });
-  ctx.health.register('audit', async () => {
-    const err = consumer.lastError ?? sealer.lastError;
-    if (err) throw err;
-  });
+  if (background)
+    ctx.health.register('audit', async () => {
+      const err = consumer.lastError ?? sealer.lastError;
+      if (err) throw err;
+    });
   return {
     name: 'audit',
     // The first key is made before anything is sealed or published.
@@ -85,10 +90,12 @@ export const auditRole = (ctx: RoleContext): Role => {
       }),
     grpc: (server) => addAuditService(server, reads, ctx.adminToken),
     start: async () => {
+      if (!background) return;
       await consumer.start();
       sealer.start();
     },
     stop: async () => {
+      if (!background) return;
       await consumer.stop();
       await sealer.stop();
     },

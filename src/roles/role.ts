@@ -55,6 +55,11 @@ export interface RoleContext {
   masterKey: Buffer;
   /** Every role of this `svc serve`, its data process's included. */
   roles: readonly RoleName[];
+  /**
+   * Roles served here whose background work (consumers, sealers) runs in the data process instead
+   * (cli/data-process.ts SPLIT_ROLES): such a role mounts its routes and starts no worker here.
+   */
+  backgroundElsewhere: ReadonlySet<RoleName>;
   /** One per process, shared by the roles that verify API keys; `start()` is idempotent. */
   apiKeys: ApiKeyCache;
 }

@@ -89,7 +89,8 @@ afterAll(async () => {
 describe('the data process of svc serve', () => {
   it('runs ingest and the projector beside the serving process, reported on one port', async () => {
     const line = startLine(gw.serve.output());
-    expect(line.data_process.roles).toEqual(['ingest', 'projector']);
+    // audit is split: its routes here, its consumer and sealer there.
+    expect(line.data_process.roles).toEqual(['ingest', 'projector', 'audit']);
     expect(line.roles).toEqual(expect.arrayContaining(['gateway', 'query', 'ingest', 'projector']));
     expect(line.data_process.pid).not.toBe(gw.serve.child.pid);
     expect(alive(line.data_process.pid!)).toBe(true);
@@ -97,7 +98,7 @@ describe('the data process of svc serve', () => {
     const h = await health();
     expect(h.status).toBe(200);
     expect(h.body.roles).toEqual(expect.arrayContaining(['gateway', 'ingest', 'projector']));
-    for (const dep of ['data-process', 'ingest', 'projector', 'analytics'])
+    for (const dep of ['data-process', 'ingest', 'projector', 'audit', 'analytics'])
       expect(h.body.dependencies[dep]?.status, dep).toBe('up');
 
     const metrics = await (await fetch(`${gw.serve.httpUrl}/metrics`)).text();
@@ -105,6 +106,8 @@ describe('the data process of svc serve', () => {
     expect(metrics).toMatch(/^svc_data_nodejs_heap_size_used_bytes \d/m);
     expect(metrics).toMatch(/^nodejs_heap_size_used_bytes \d/m);
     expect(metrics).toMatch(/^svc_ingest_clickhouse_durable_writes_total\{table="requests"\} \d/m);
+    // The audit consumer's counters are the data process's alone: one family, not two.
+    expect(metrics.match(/^# TYPE svc_audit_batches_sealed_total /gm)).toHaveLength(1);
   });
 
   it('the query role reads what the data process ingested', async () => {

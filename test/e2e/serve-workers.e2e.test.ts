@@ -156,7 +156,7 @@ describe('svc serve --workers 2 (issue 26)', () => {
     expect(workers).toHaveLength(2);
     expect(new Set(workers).size).toBe(2);
     expect(workers).not.toContain(serve!.child.pid);
-    expect(line.data_process).toMatchObject({ roles: ['ingest', 'projector'] });
+    expect(line.data_process).toMatchObject({ roles: ['ingest', 'projector', 'audit'] });
     expect(line.roles).toEqual(expect.arrayContaining(['gateway', 'query', 'ingest', 'projector']));
   });
 
