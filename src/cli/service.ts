@@ -5,7 +5,7 @@ import { ChannelEngine } from '../analytics/chdb/channel.js';
 import type { AnalyticsStore } from '../analytics/port.js';
 import { type Config, platformAdminEmails } from '../config/config.js';
 import { bindGrpc, createGrpcServer, type GrpcServer } from '../edges/grpc/server.js';
-import { createHttpServer } from '../edges/http/server.js';
+import { createHttpServer, type ServedRoute } from '../edges/http/server.js';
 import type { Bus } from '../events/bus.js';
 import { PostgresEventStore } from '../events/postgres/event-store.js';
 import { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
@@ -38,6 +38,8 @@ export interface RunningService {
   analytics: AnalyticsStore | null;
   health: HealthRegistry;
   metrics: Registry;
+  /** Every HTTP route this process serves, by role (empty in a data process). */
+  routes: ServedRoute[];
   stop(): Promise<void>;
 }
 
@@ -122,6 +124,7 @@ export const startService = async (
   let grpcServer: GrpcServer | null = null;
   let dataProcess: DataProcess | null = null;
   const started: Role[] = [];
+  const routes: ServedRoute[] = [];
   const remote = options.remoteData;
   const split = remote
     ? { here: options.roles, child: remote.roles }
@@ -244,6 +247,7 @@ export const startService = async (
         metrics,
         health,
         roles: mounts,
+        onRoute: (route) => routes.push(route),
         ...(child ? { moreMetrics: () => child.metrics() } : {}),
         ...(options.ownMetrics ? { ownMetrics: () => options.ownMetrics!(metrics) } : {}),
       });
@@ -273,6 +277,7 @@ export const startService = async (
       analytics,
       health,
       metrics,
+      routes,
       stop,
     };
   } catch (err) {

@@ -73,7 +73,7 @@ describe('deploy/', () => {
     expect(Object.keys(services).filter((n) => n.startsWith('nats-'))).toHaveLength(3);
   });
 
-  it('the Kubernetes manifests: a Deployment per role group with probes and requests, the gateway with a PDB and an HPA', async () => {
+  it('the Kubernetes manifests: one Deployment per role, each with probes and requests, the gateway with a PDB and an HPA', async () => {
     const docs: Doc[] = [];
     for (const f of await readdir(join(DEPLOY, 'k8s')))
       docs.push(...(await yamlDocs(join(DEPLOY, 'k8s', f))));
@@ -83,7 +83,7 @@ describe('deploy/', () => {
     for (const v of CLUSTER_REQUIRED) expect(config[v] ?? secret[v], v).toBeTruthy();
     for (const v of [...Object.keys(config), ...Object.keys(secret)]) expect(KNOWN.has(v), v).toBe(true);
 
-    const served = new Set<string>();
+    const served: string[] = [];
     for (const d of kinds('Deployment')) {
       const name = (d.metadata as { name: string }).name;
       const spec = d.spec as {
@@ -101,12 +101,14 @@ describe('deploy/', () => {
         { configMapRef: { name: 'svc-config' } },
         { secretRef: { name: 'svc-secrets' } },
       ]);
-      for (const r of rolesOf(c!.args)) {
-        expect(ROLE_NAMES, `${name} role ${r}`).toContain(r);
-        served.add(r);
-      }
+      // One role a Deployment, named after it: each scales and fails on its own.
+      const roles = rolesOf(c!.args);
+      expect(roles, name).toHaveLength(1);
+      expect(ROLE_NAMES, `${name} role ${roles[0]}`).toContain(roles[0]);
+      expect(name).toBe(`svc-${roles[0]}`);
+      served.push(roles[0]!);
     }
-    expect([...served].sort()).toEqual([...ROLE_NAMES].sort());
+    expect(served.sort()).toEqual([...ROLE_NAMES].sort());
     const target = (d: Doc) => JSON.stringify(d.spec);
     expect(kinds('PodDisruptionBudget').map(target).join()).toContain('gateway');
     expect(kinds('HorizontalPodAutoscaler').map(target).join()).toContain('svc-gateway');

@@ -29,6 +29,15 @@ export interface HttpServerOptions {
   moreMetrics?: () => Promise<string>;
   /** This process's own metrics, when they are more than its registry (a worker's: cli/worker-process.ts). */
   ownMetrics?: () => Promise<string>;
+  /** Told of every route a role registers (its name, each method, the URL pattern). */
+  onRoute?: (route: ServedRoute) => void;
+}
+
+/** One route of a role, as fastify registered it. */
+export interface ServedRoute {
+  role: string;
+  method: string;
+  url: string;
 }
 
 /**
@@ -148,7 +157,16 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
   );
 
   for (const role of options.roles) {
-    if (role.http) await app.register(async (scope) => role.http?.(scope));
+    const { http } = role;
+    if (!http) continue;
+    await app.register(async (scope) => {
+      const told = options.onRoute;
+      if (told)
+        scope.addHook('onRoute', (route) => {
+          for (const method of [route.method].flat()) told({ role: role.name, method, url: route.url });
+        });
+      await http(scope);
+    });
   }
   return app;
 };
