@@ -190,3 +190,48 @@ export const newVectorStoreId = (now: number): string => newId('vs', now);
 
 /** The creation time written in an id of `newVectorStoreId`, or null for anything else. */
 export const vectorStoreIdTime = (id: string): Date | null => idTime(id, 'vs_');
+
+export interface VectorStoreFileBatchObject {
+  id: string;
+  object: 'vector_store.files_batch';
+  created_at: number;
+  vector_store_id: string;
+  status: 'in_progress' | 'completed' | 'cancelled' | 'failed';
+  file_counts: FileCounts;
+}
+
+/** A new file batch id: `vsfb_`, the creation time in milliseconds (10 characters), 16 random ones. */
+export const newFileBatchId = (now: number): string => newId('vsfb', now);
+
+/** The creation time written in an id of `newFileBatchId`, or null for anything else. */
+export const fileBatchIdTime = (id: string): Date | null => idTime(id, 'vsfb_');
+
+/**
+ * A batch's status from its files as they are now: cancelled once cancelled; in progress while a
+ * file is; failed when every file failed; completed otherwise (OpenAI reports a batch with some
+ * failed files as completed, with the failures counted in file_counts).
+ */
+export const fileBatchObject = (b: {
+  id: string;
+  vectorStoreId: string;
+  createdAt: Date;
+  cancelledAt: Date | null;
+  fileCounts: FileCounts;
+}): VectorStoreFileBatchObject => {
+  const c = b.fileCounts;
+  return {
+    id: b.id,
+    object: 'vector_store.files_batch',
+    created_at: seconds(b.createdAt),
+    vector_store_id: b.vectorStoreId,
+    status:
+      b.cancelledAt !== null
+        ? 'cancelled'
+        : c.in_progress > 0
+          ? 'in_progress'
+          : c.total > 0 && c.failed === c.total
+            ? 'failed'
+            : 'completed',
+    file_counts: c,
+  };
+};

@@ -29,6 +29,8 @@ const MAX_KEY = 64;
 const MAX_VALUE = 512;
 /** Files one create may attach at once (OpenAI's file_ids bound). */
 const MAX_FILE_IDS = 500;
+/** Files one file batch may attach (OpenAI's bound on file_ids and files). */
+const MAX_BATCH_FILES = 2_000;
 /** Queries one search may embed at once. */
 const MAX_QUERIES = 16;
 
@@ -108,6 +110,13 @@ const updateStoreSchema = z.strictObject({
 
 const attachSchema = z.strictObject({
   file_id: fileIdSchema,
+  attributes: attributes.nullish(),
+  chunking_strategy: chunkingStrategy.optional(),
+});
+
+const batchSchema = z.strictObject({
+  file_ids: z.array(fileIdSchema).min(1).max(MAX_BATCH_FILES).optional(),
+  files: z.array(attachSchema).min(1).max(MAX_BATCH_FILES).optional(),
   attributes: attributes.nullish(),
   chunking_strategy: chunkingStrategy.optional(),
 });
@@ -204,6 +213,39 @@ export interface AttachRequest {
 export const parseAttach = (body: unknown): AttachRequest => {
   const b = parse(attachSchema, body);
   return { fileId: b.file_id, attributes: b.attributes ?? {}, chunking: chunkingOf(b.chunking_strategy) };
+};
+
+/**
+ * `POST /v1/vector_stores/{id}/file_batches`: `file_ids` with one `attributes` and
+ * `chunking_strategy` for all, or `files`, each with its own (OpenAI: mutually exclusive; the
+ * batch-wide two are refused beside `files` rather than ignored). A file named twice is attached
+ * once, as first named.
+ */
+export const parseCreateBatch = (body: unknown): AttachRequest[] => {
+  const b = parse(batchSchema, body);
+  if ((b.file_ids === undefined) === (b.files === undefined))
+    throw invalid(
+      b.file_ids === undefined ? 'file_ids' : 'files',
+      'give exactly one of file_ids and files: file_ids for files that share attributes and chunking_strategy, files for each its own',
+    );
+  if (b.files && (b.attributes != null || b.chunking_strategy !== undefined))
+    throw invalid(
+      b.attributes != null ? 'attributes' : 'chunking_strategy',
+      'attributes and chunking_strategy apply to file_ids; with files, give them for each file',
+    );
+  const requested = b.files
+    ? b.files.map((f) => ({
+        fileId: f.file_id,
+        attributes: f.attributes ?? {},
+        chunking: chunkingOf(f.chunking_strategy),
+      }))
+    : b.file_ids!.map((fileId) => ({
+        fileId,
+        attributes: b.attributes ?? {},
+        chunking: chunkingOf(b.chunking_strategy),
+      }));
+  const seen = new Set<string>();
+  return requested.filter((r) => !seen.has(r.fileId) && seen.add(r.fileId));
 };
 
 export const parseUpdateFile = (body: unknown): Attributes => parse(updateFileSchema, body).attributes ?? {};

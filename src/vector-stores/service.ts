@@ -5,13 +5,17 @@ import { type ErrorCode, ServiceError } from '../lib/errors.js';
 import type { AttachJobs } from './jobs.js';
 import {
   DEFAULT_EMBEDDING_MODEL,
+  fileBatchIdTime,
+  fileBatchObject,
   isExpired,
   type ListPage,
+  newFileBatchId,
   newVectorStoreId,
   pageOf,
   type SearchPage,
   type SearchResult,
   type StoredVectorStore,
+  type VectorStoreFileBatchObject,
   type VectorStoreFileObject,
   type VectorStoreObject,
   type VectorStoreScope,
@@ -19,7 +23,7 @@ import {
   vectorStoreIdTime,
   vectorStoreObject,
 } from './model.js';
-import type { AttributeFilters, Embedder, FileSource, StoreRef, VectorIndex } from './ports.js';
+import type { AttributeFilters, Embedder, Extractor, FileSource, StoreRef, VectorIndex } from './ports.js';
 import type {
   AttachRequest,
   CreateStoreRequest,
@@ -39,6 +43,8 @@ import { syncFile } from './sync.js';
 
 export interface VectorStoresPorts {
   files: FileSource;
+  /** The attach workers' text extraction, for a file's parsed content. */
+  extractor: Extractor;
   index: VectorIndex;
   filters: AttributeFilters;
   embedder: Embedder;
@@ -52,12 +58,19 @@ export interface VectorStoresOptions {
   onError?: (err: unknown, what: string) => void;
 }
 
+/** The largest file whose parsed content is answered (the attach workers' bound). */
+const MAX_CONTENT_BYTES = 64 * 1024 * 1024;
+
 /** Deleted stores one sweep finishes at most. */
 const SWEEP_BATCH = 100;
 
 const short = (id: string) => JSON.stringify(id.slice(0, 100));
 const storeNotFound = (id: string) =>
   new ServiceError('not_found', `no such vector store: ${short(id)}`, { param: 'vector_store_id' });
+const batchNotFound = (id: string, storeId: string) =>
+  new ServiceError('not_found', `no file batch ${short(id)} in vector store ${short(storeId)}`, {
+    param: 'batch_id',
+  });
 const fileNotFound = (id: string, storeId: string) =>
   new ServiceError('not_found', `no file ${short(id)} in vector store ${short(storeId)}`, {
     param: 'file_id',
@@ -212,6 +225,7 @@ export class VectorStores {
     scope: VectorStoreScope,
     storeId: string,
     q: FileListRequest,
+    batchId?: string,
   ): Promise<ListPage<VectorStoreFileObject>> {
     await this.found(scope, storeId);
     const position = async (name: 'after' | 'before', fileId: string | null): Promise<Position | null> => {
@@ -231,6 +245,7 @@ export class VectorStores {
       after: await position('after', q.after),
       before: await position('before', q.before),
       status: q.status,
+      ...(batchId === undefined ? {} : { batchId }),
     });
     return pageOf(items.map(vectorStoreFileObject), hasMore);
   }
@@ -280,6 +295,124 @@ export class VectorStores {
       this.onError(err, `file ${fileId} is detached from ${storeId}; its chunks are not removed yet`);
     }
     return { id: fileId, object: 'vector_store.file.deleted', deleted: true };
+  }
+
+  /**
+   * A completed file's text as the attach workers extracted it (OpenAI's parsed content), read
+   * from the file again: it is what the chunks were cut from.
+   */
+  async fileContent(
+    scope: VectorStoreScope,
+    storeId: string,
+    fileId: string,
+  ): Promise<{
+    object: 'vector_store.file_content.page';
+    data: { type: 'text'; text: string }[];
+    has_more: false;
+    next_page: null;
+  }> {
+    const attached = await this.retrieveFile(scope, storeId, fileId);
+    if (attached.status !== 'completed')
+      throw new ServiceError(
+        'invalid_request_error',
+        `file ${short(fileId)} is ${attached.status}: its content is there once it is completed`,
+        { param: 'file_id' },
+      );
+    const file = await this.ports.files.read(scope, fileId, MAX_CONTENT_BYTES);
+    if (!file) throw new ServiceError('not_found', `no such file: ${short(fileId)}`, { param: 'file_id' });
+    if (!file.bytes)
+      throw new ServiceError(
+        'payload_too_large',
+        `file ${short(fileId)} is larger than the content route reads`,
+      );
+    const extracted = await this.ports.extractor.extract({ ...file, bytes: file.bytes });
+    if (!extracted.ok)
+      throw new ServiceError('invalid_request_error', extracted.message, { param: 'file_id' });
+    return {
+      object: 'vector_store.file_content.page',
+      data: [{ type: 'text', text: extracted.text }],
+      has_more: false,
+      next_page: null,
+    };
+  }
+
+  // --- file batches ---
+
+  /**
+   * Attaches many files at once (each an ordinary attach job), in one transaction; every file must
+   * be the caller's first, or nothing is attached.
+   */
+  async createBatch(
+    scope: VectorStoreScope,
+    storeId: string,
+    files: readonly AttachRequest[],
+  ): Promise<VectorStoreFileBatchObject> {
+    const store = await this.usable(scope, storeId);
+    const named = [];
+    for (const f of files) {
+      const file = await this.ports.files.describe(scope, f.fileId);
+      if (!file)
+        throw new ServiceError('not_found', `no such file: ${short(f.fileId)}`, { param: 'file_ids' });
+      named.push({ ...f, filename: file.filename });
+    }
+    const now = this.now();
+    const id = newFileBatchId(now);
+    const created = await this.tables.createBatch({
+      id,
+      scope,
+      vectorStoreId: store.id,
+      files: named,
+      createdAt: fileBatchIdTime(id)!,
+    });
+    if (!created) throw storeNotFound(storeId);
+    await this.tables.touch(scope, store.id, new Date(now));
+    this.ports.kick();
+    return this.retrieveBatch(scope, storeId, id);
+  }
+
+  async retrieveBatch(
+    scope: VectorStoreScope,
+    storeId: string,
+    batchId: string,
+  ): Promise<VectorStoreFileBatchObject> {
+    await this.found(scope, storeId);
+    const batch = fileBatchIdTime(batchId) ? await this.tables.getBatch(scope, storeId, batchId) : null;
+    if (!batch) throw batchNotFound(batchId, storeId);
+    return fileBatchObject(batch);
+  }
+
+  /** Cancels the batch's files still in progress; the files it completed stay searchable. */
+  async cancelBatch(
+    scope: VectorStoreScope,
+    storeId: string,
+    batchId: string,
+  ): Promise<VectorStoreFileBatchObject> {
+    await this.found(scope, storeId);
+    const cancelled = fileBatchIdTime(batchId)
+      ? await this.tables.cancelBatch(scope, storeId, batchId, new Date(this.now()))
+      : null;
+    if (!cancelled) throw batchNotFound(batchId, storeId);
+    const store = { orgId: scope.orgId, projectId: scope.projectId, vectorStoreId: storeId };
+    for (const { fileId, generation } of cancelled) {
+      // Never published (only completed files are searched): removed here or by the worker that
+      // finds its claim gone.
+      await this.ports.index
+        .discard({ ...store, fileId, generation })
+        .catch((err: unknown) =>
+          this.onError(err, `cancelled file ${fileId} of ${storeId}: chunks not removed yet`),
+        );
+    }
+    return this.retrieveBatch(scope, storeId, batchId);
+  }
+
+  async listBatchFiles(
+    scope: VectorStoreScope,
+    storeId: string,
+    batchId: string,
+    q: FileListRequest,
+  ): Promise<ListPage<VectorStoreFileObject>> {
+    await this.retrieveBatch(scope, storeId, batchId);
+    return this.listFiles(scope, storeId, q, batchId);
   }
 
   // --- search ---

@@ -1,8 +1,9 @@
-import type { Pool } from '../events/postgres/pool.js';
+import { type Pool, type PoolClient, withTransaction } from '../events/postgres/pool.js';
 import type {
   Attributes,
   ChunkingStrategy,
   ErrorCode,
+  FileCounts,
   FileStatus,
   Metadata,
   StoredVectorStore,
@@ -35,6 +36,17 @@ export interface PageQuery {
 export interface FilePageQuery extends PageQuery {
   /** Only files with this status; null for all. */
   status: FileStatus | null;
+  /** Only the files of this batch of the store (file_batches/{id}/files). */
+  batchId?: string;
+}
+
+/** A batch as its row holds it, with its files counted as they are now. */
+export interface StoredFileBatch {
+  id: string;
+  vectorStoreId: string;
+  createdAt: Date;
+  cancelledAt: Date | null;
+  fileCounts: FileCounts;
 }
 
 type Scope = Pick<VectorStoreScope, 'orgId' | 'projectId'>;
@@ -186,6 +198,41 @@ export interface NewAttachment {
   createdAt: Date;
 }
 
+/**
+ * Attaches a file in progress: a new row, or a detached or cancelled one attached again on its old
+ * row. No row comes back when the file is attached already (as it is) or the store is not the
+ * caller's active store.
+ */
+const attachRow = (db: Pool | PoolClient, a: NewAttachment) =>
+  db.query<FileRow>(
+    `INSERT INTO vector_store_files AS f (vector_store_id, file_id, org_id, project_id, api_key_id, status,
+       filename, attributes, max_chunk_size_tokens, chunk_overlap_tokens, created_at)
+     SELECT s.id, $2, s.org_id, s.project_id, $4, 'in_progress', $5, $6, $7, $8, $9
+       FROM vector_stores s
+      WHERE s.id = $1 AND s.org_id = $3 AND s.project_id = $10 AND s.status = 'active'
+     ON CONFLICT (vector_store_id, file_id) DO UPDATE SET
+       api_key_id = EXCLUDED.api_key_id, status = 'in_progress', filename = EXCLUDED.filename,
+       attributes = EXCLUDED.attributes, max_chunk_size_tokens = EXCLUDED.max_chunk_size_tokens,
+       chunk_overlap_tokens = EXCLUDED.chunk_overlap_tokens, usage_bytes = 0, chunk_count = 0,
+       token_count = 0, last_error_code = NULL,
+       last_error_message = NULL, created_at = EXCLUDED.created_at, generation = NULL,
+       lease_until = NULL, attempts = 0
+      WHERE f.status IN ('detached', 'cancelled')
+     RETURNING ${FILE_COLUMNS}`,
+    [
+      a.vectorStoreId,
+      a.fileId,
+      a.scope.orgId,
+      a.scope.apiKeyId,
+      a.filename,
+      JSON.stringify(a.attributes),
+      a.chunking.maxChunkSizeTokens,
+      a.chunking.chunkOverlapTokens,
+      a.createdAt,
+      a.scope.projectId,
+    ],
+  );
+
 export class VectorStoreTables {
   constructor(private readonly pool: Pool) {}
 
@@ -311,34 +358,7 @@ export class VectorStoreTables {
    * caller's active store.
    */
   async attach(a: NewAttachment): Promise<{ file: StoredVectorStoreFile; created: boolean } | null> {
-    const { rows } = await this.pool.query<FileRow>(
-      `INSERT INTO vector_store_files AS f (vector_store_id, file_id, org_id, project_id, api_key_id, status,
-         filename, attributes, max_chunk_size_tokens, chunk_overlap_tokens, created_at)
-       SELECT s.id, $2, s.org_id, s.project_id, $4, 'in_progress', $5, $6, $7, $8, $9
-         FROM vector_stores s
-        WHERE s.id = $1 AND s.org_id = $3 AND s.project_id = $10 AND s.status = 'active'
-       ON CONFLICT (vector_store_id, file_id) DO UPDATE SET
-         api_key_id = EXCLUDED.api_key_id, status = 'in_progress', filename = EXCLUDED.filename,
-         attributes = EXCLUDED.attributes, max_chunk_size_tokens = EXCLUDED.max_chunk_size_tokens,
-         chunk_overlap_tokens = EXCLUDED.chunk_overlap_tokens, usage_bytes = 0, chunk_count = 0,
-         token_count = 0, last_error_code = NULL,
-         last_error_message = NULL, created_at = EXCLUDED.created_at, generation = NULL,
-         lease_until = NULL, attempts = 0
-        WHERE f.status = 'detached'
-       RETURNING ${FILE_COLUMNS}`,
-      [
-        a.vectorStoreId,
-        a.fileId,
-        a.scope.orgId,
-        a.scope.apiKeyId,
-        a.filename,
-        JSON.stringify(a.attributes),
-        a.chunking.maxChunkSizeTokens,
-        a.chunking.chunkOverlapTokens,
-        a.createdAt,
-        a.scope.projectId,
-      ],
-    );
+    const { rows } = await attachRow(this.pool, a);
     if (rows[0]) return { file: fileOf(rows[0]), created: true };
     const existing = await this.getFile(a.scope, a.vectorStoreId, a.fileId);
     return existing ? { file: existing, created: false } : null;
@@ -375,6 +395,11 @@ export class VectorStoreTables {
   ): Promise<{ items: StoredVectorStoreFile[]; hasMore: boolean }> {
     const values: unknown[] = [vectorStoreId, scope.orgId, scope.projectId];
     const where = ['f.vector_store_id = $1', 'f.org_id = $2', 'f.project_id = $3'];
+    if (q.batchId !== undefined) {
+      values.push(q.batchId);
+      where.push(`EXISTS (SELECT 1 FROM vector_store_file_batch_files b
+        WHERE b.batch_id = $${values.length} AND b.vector_store_id = f.vector_store_id AND b.file_id = f.file_id)`);
+    }
     if (q.status === null) where.push(`f.status <> 'detached'`);
     else {
       values.push(q.status);
@@ -442,5 +467,125 @@ export class VectorStoreTables {
       filename: r.filename,
       attributes: r.attributes,
     }));
+  }
+
+  // --- file batches ---
+
+  /**
+   * A batch of files attached at once, in one transaction: the batch, each file attached (or found
+   * attached) as `attach` does, and which files the batch names. False when the store is not the
+   * caller's active store (nothing is written).
+   */
+  async createBatch(b: {
+    id: string;
+    scope: VectorStoreScope;
+    vectorStoreId: string;
+    files: readonly Omit<NewAttachment, 'scope' | 'vectorStoreId' | 'createdAt'>[];
+    createdAt: Date;
+  }): Promise<boolean> {
+    return withTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `INSERT INTO vector_store_file_batches (id, vector_store_id, org_id, project_id, created_at)
+         SELECT $1, s.id, s.org_id, s.project_id, $5 FROM vector_stores s
+          WHERE s.id = $2 AND s.org_id = $3 AND s.project_id = $4 AND s.status = 'active'
+          FOR SHARE OF s`,
+        [b.id, b.vectorStoreId, b.scope.orgId, b.scope.projectId, b.createdAt],
+      );
+      if (!rowCount) return false;
+      for (const f of b.files)
+        await attachRow(client, {
+          ...f,
+          scope: b.scope,
+          vectorStoreId: b.vectorStoreId,
+          createdAt: b.createdAt,
+        });
+      await client.query(
+        `INSERT INTO vector_store_file_batch_files (batch_id, vector_store_id, file_id)
+         SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING`,
+        [b.id, b.vectorStoreId, b.files.map((f) => f.fileId)],
+      );
+      return true;
+    });
+  }
+
+  /** The caller's batch of the caller's active store, its files counted as they are now. */
+  async getBatch(scope: Scope, vectorStoreId: string, batchId: string): Promise<StoredFileBatch | null> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      vector_store_id: string;
+      created_at: Date;
+      cancelled_at: Date | null;
+      in_progress: string;
+      completed: string;
+      failed: string;
+      cancelled: string;
+    }>(
+      `SELECT b.id, b.vector_store_id, b.created_at, b.cancelled_at, c.*
+         FROM vector_store_file_batches b
+         JOIN vector_stores s ON s.id = b.vector_store_id AND s.org_id = b.org_id
+          AND s.project_id = b.project_id AND s.status = 'active'
+         LEFT JOIN LATERAL (
+           SELECT count(*) FILTER (WHERE f.status = 'in_progress') AS in_progress,
+                  count(*) FILTER (WHERE f.status = 'completed') AS completed,
+                  count(*) FILTER (WHERE f.status = 'failed') AS failed,
+                  count(*) FILTER (WHERE f.status = 'cancelled') AS cancelled
+             FROM vector_store_file_batch_files bf
+             JOIN vector_store_files f ON f.vector_store_id = bf.vector_store_id AND f.file_id = bf.file_id
+            WHERE bf.batch_id = b.id AND f.status <> 'detached') c ON true
+        WHERE b.id = $1 AND b.vector_store_id = $2 AND b.org_id = $3 AND b.project_id = $4`,
+      [batchId, vectorStoreId, scope.orgId, scope.projectId],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    const counts = {
+      in_progress: Number(r.in_progress),
+      completed: Number(r.completed),
+      failed: Number(r.failed),
+      cancelled: Number(r.cancelled),
+    };
+    return {
+      id: r.id,
+      vectorStoreId: r.vector_store_id,
+      createdAt: r.created_at,
+      cancelledAt: r.cancelled_at,
+      fileCounts: {
+        ...counts,
+        total: counts.in_progress + counts.completed + counts.failed + counts.cancelled,
+      },
+    };
+  }
+
+  /**
+   * Cancels a batch: its files still in progress end cancelled (a worker holding one finds its claim
+   * gone). Returns the generations whose unpublished chunks to discard, by file; null when the batch
+   * is not the caller's.
+   */
+  async cancelBatch(
+    scope: Scope,
+    vectorStoreId: string,
+    batchId: string,
+    at: Date,
+  ): Promise<{ fileId: string; generation: string }[] | null> {
+    return withTransaction(this.pool, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE vector_store_file_batches b SET cancelled_at = COALESCE(b.cancelled_at, $5)
+          WHERE b.id = $1 AND b.vector_store_id = $2 AND b.org_id = $3 AND b.project_id = $4
+            AND EXISTS (SELECT 1 FROM vector_stores s WHERE s.id = b.vector_store_id
+              AND s.org_id = b.org_id AND s.project_id = b.project_id AND s.status = 'active')`,
+        [batchId, vectorStoreId, scope.orgId, scope.projectId, at],
+      );
+      if (!rowCount) return null;
+      const { rows } = await client.query<{ file_id: string; generation: string | null }>(
+        `UPDATE vector_store_files f SET status = 'cancelled', lease_until = NULL
+           FROM vector_store_file_batch_files bf
+          WHERE bf.batch_id = $1 AND f.vector_store_id = bf.vector_store_id AND f.file_id = bf.file_id
+            AND f.status = 'in_progress'
+         RETURNING f.file_id, f.generation`,
+        [batchId],
+      );
+      return rows.flatMap((r) =>
+        r.generation === null ? [] : [{ fileId: r.file_id, generation: r.generation }],
+      );
+    });
   }
 }

@@ -15,7 +15,7 @@ import type { ApiKeyIdentity } from '../gateway/auth/api-key-cache.js';
 import { ServiceError } from '../lib/errors.js';
 import { AttachJobs } from './jobs.js';
 import type { VectorStoreScope } from './model.js';
-import { parseAttach, parseCreateStore, parseFileList, parseSearch } from './requests.js';
+import { parseAttach, parseCreateBatch, parseCreateStore, parseFileList, parseSearch } from './requests.js';
 import { VectorStores } from './service.js';
 import { VectorStoreTables } from './store.js';
 import { AttachWorker, type AttachWorkerOptions } from './worker.js';
@@ -83,6 +83,7 @@ beforeEach(async () => {
   revoked.clear();
   service = new VectorStores(tables, jobs, {
     files,
+    extractor: textExtractor,
     index,
     filters: memoryFilters,
     embedder,
@@ -508,5 +509,160 @@ describe('attach checks', () => {
     );
     // Only the store's own file was attached.
     expect((await jobs.claim(5, 60)).map((c) => c.fileId)).not.toContain(theirs);
+  });
+});
+
+// SPEC 4.1 /v1/vector_stores/{id}/file_batches: many files attached at once, each an ordinary
+// attach job; the batch counts and lists its files as they are now; a cancel ends those in progress.
+describe('file batches', () => {
+  const three = () => {
+    const ids = [newFileId(Date.now()), newFileId(Date.now() + 1), newFileId(Date.now() + 2)];
+    for (const [i, id] of ids.entries()) files.put(scope, id, `f${i}.txt`, i === 1 ? NOTES : DOC);
+    return ids;
+  };
+
+  it('attaches every file with the batch attributes and chunking, counts them, and completes', async () => {
+    const store = await service.create(scope, parseCreateStore({ name: 'docs' }));
+    const ids = three();
+    const chunking = { type: 'static', static: { max_chunk_size_tokens: 300, chunk_overlap_tokens: 0 } };
+    const batch = await service.createBatch(
+      scope,
+      store.id,
+      parseCreateBatch({
+        file_ids: [...ids, ids[0]],
+        attributes: { team: 'a' },
+        chunking_strategy: chunking,
+      }),
+    );
+    expect(batch).toMatchObject({
+      object: 'vector_store.files_batch',
+      vector_store_id: store.id,
+      status: 'in_progress',
+      file_counts: { in_progress: 3, completed: 0, failed: 0, cancelled: 0, total: 3 },
+    });
+    expect(batch.id).toMatch(/^vsfb_/);
+    await newWorker().drain();
+    expect(await service.retrieveBatch(scope, store.id, batch.id)).toMatchObject({
+      status: 'completed',
+      file_counts: { in_progress: 0, completed: 3, total: 3 },
+    });
+    const listed = await service.listBatchFiles(scope, store.id, batch.id, parseFileList({ order: 'asc' }));
+    expect(listed.data.map((f) => [f.id, f.status, f.attributes, f.chunking_strategy])).toEqual(
+      ids.map((id) => [id, 'completed', { team: 'a' }, chunking]),
+    );
+    // Another batch of the same store names only its own files.
+    const later = newFileId(Date.now() + 10);
+    files.put(scope, later, 'later.txt', NOTES);
+    const second = await service.createBatch(
+      scope,
+      store.id,
+      parseCreateBatch({ files: [{ file_id: later }] }),
+    );
+    const secondFiles = await service.listBatchFiles(scope, store.id, second.id, parseFileList({}));
+    expect(secondFiles.data.map((f) => f.id)).toEqual([later]);
+    expect((await service.retrieve(scope, store.id)).file_counts.total).toBe(4);
+  });
+
+  it('any file not the caller’s attaches nothing; a batch of another project is a 404', async () => {
+    const store = await service.create(scope, parseCreateStore({}));
+    const [mine] = three();
+    const theirs = newFileId(Date.now());
+    files.put({ orgId: other.orgId, projectId: other.projectId }, theirs, 'x.txt', DOC);
+    const refused = await service
+      .createBatch(scope, store.id, parseCreateBatch({ file_ids: [mine!, theirs] }))
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 404, param: 'file_ids' });
+    expect((await db.pool.query('SELECT 1 FROM vector_store_files')).rowCount).toBe(0);
+    expect((await db.pool.query('SELECT 1 FROM vector_store_file_batches')).rowCount).toBe(0);
+
+    const batch = await service.createBatch(scope, store.id, parseCreateBatch({ file_ids: [mine!] }));
+    const otherScope = { orgId: other.orgId, projectId: other.projectId, apiKeyId: other.apiKeyId };
+    for (const attempt of [
+      () => service.retrieveBatch(otherScope, store.id, batch.id),
+      () => service.cancelBatch(otherScope, store.id, batch.id),
+      () => service.listBatchFiles(otherScope, store.id, batch.id, parseFileList({})),
+    ])
+      expect(await attempt().catch((e: unknown) => e)).toMatchObject({ status: 404 });
+    // Another store of the caller's does not hold the batch either.
+    const second = await service.create(scope, parseCreateStore({}));
+    expect(await service.retrieveBatch(scope, second.id, batch.id).catch((e: unknown) => e)).toMatchObject({
+      status: 404,
+      param: 'batch_id',
+    });
+    expect((await service.retrieveBatch(scope, store.id, batch.id)).status).toBe('in_progress');
+  });
+
+  it('a cancel mid-attach: files in progress end cancelled with nothing visible, completed ones stay', async () => {
+    const store = await service.create(scope, parseCreateStore({}));
+    const ids = three();
+    const batch = await service.createBatch(scope, store.id, parseCreateBatch({ file_ids: ids }));
+    // The first file completes; the batch is cancelled as the second one is being written.
+    let inserts = 0;
+    index.beforeInsert = async () => {
+      if (inserts++ === 2) await service.cancelBatch(scope, store.id, batch.id);
+    };
+    await newWorker({ concurrency: 1 }).drain();
+    const after = await service.retrieveBatch(scope, store.id, batch.id);
+    expect(after.status).toBe('cancelled');
+    expect(after.file_counts.completed + after.file_counts.cancelled).toBe(3);
+    expect(after.file_counts.cancelled).toBeGreaterThan(0);
+    const cancelled = (
+      await service.listBatchFiles(scope, store.id, batch.id, parseFileList({ filter: 'cancelled' }))
+    ).data;
+    const visible = new Set(index.visible(ref(store.id)).map((c) => c.owner.fileId));
+    for (const f of cancelled) {
+      expect(visible.has(f.id)).toBe(false);
+      expect(index.stored(ref(store.id), f.id)).toEqual([]);
+    }
+    // A cancelled file attached again is indexed again.
+    const again = await service.attach(scope, store.id, parseAttach({ file_id: cancelled[0]!.id }));
+    expect(again.status).toBe('in_progress');
+    await newWorker().drain();
+    expect((await service.retrieveFile(scope, store.id, cancelled[0]!.id)).status).toBe('completed');
+  });
+
+  it('the parsed content of a completed file is its extracted text', async () => {
+    const { storeId, fileId } = await storeWithFile(NOTES);
+    expect(await service.fileContent(scope, storeId, fileId).catch((e: unknown) => e)).toMatchObject({
+      status: 400,
+      param: 'file_id',
+    });
+    await newWorker().drain();
+    expect(await service.fileContent(scope, storeId, fileId)).toEqual({
+      object: 'vector_store.file_content.page',
+      data: [{ type: 'text', text: NOTES }],
+      has_more: false,
+      next_page: null,
+    });
+    const otherScope = { orgId: other.orgId, projectId: other.projectId, apiKeyId: other.apiKeyId };
+    expect(await service.fileContent(otherScope, storeId, fileId).catch((e: unknown) => e)).toMatchObject({
+      status: 404,
+    });
+  });
+
+  it('the request: exactly one of file_ids and files, batch-wide options only with file_ids', () => {
+    const bad = (body: unknown) => {
+      try {
+        parseCreateBatch(body);
+        return null;
+      } catch (err) {
+        return (err as ServiceError).param;
+      }
+    };
+    expect(bad({})).toBe('file_ids');
+    expect(bad({ file_ids: ['file-a'], files: [{ file_id: 'file-b' }] })).toBe('files');
+    expect(bad({ files: [{ file_id: 'file-b' }], attributes: { a: 1 } })).toBe('attributes');
+    expect(bad({ file_ids: [] })).toBe('file_ids');
+    expect(bad({ file_ids: Array.from({ length: 2001 }, (_, i) => `file-${i}`) })).toBe('file_ids');
+    expect(bad({ file_ids: ['file-a'], extra: 1 })).toBe('extra');
+    expect(
+      parseCreateBatch({ files: [{ file_id: 'file-a', attributes: { x: 1 } }, { file_id: 'file-a' }] }),
+    ).toEqual([
+      {
+        fileId: 'file-a',
+        attributes: { x: 1 },
+        chunking: { maxChunkSizeTokens: 800, chunkOverlapTokens: 400 },
+      },
+    ]);
   });
 });

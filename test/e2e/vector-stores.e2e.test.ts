@@ -20,7 +20,7 @@ import { type ServeProcess, startServe } from '../helpers/svc-process.js';
 // uploaded, attached and indexed in the background (createAndPoll), their chunks embedded through
 // the gateway's own request path (recorded and priced as the attaching key's embeddings requests);
 // search with attributes, filters and a score threshold; detach; a file that cannot be indexed;
-// isolation between projects and organizations; 501 for the routes not built; and 503 from a
+// isolation between projects and organizations; file batches and parsed content; and 503 from a
 // gateway process with no analytics store.
 
 type ApiError = InstanceType<typeof OpenAI.APIError>;
@@ -589,6 +589,9 @@ describe('malformed input', () => {
       { query: 'x', filters: { type: 'and', filters: [] } },
       { query: 'x', max_num_results: 1e308 },
       { file_id: 'file-\u0000' },
+      { file_ids: ['file-\u0000'] },
+      { files: [{ file_id: { $ne: 1 } }] },
+      { file_ids: 'file-x' },
       { file_id: { $ne: 1 } },
       { attributes: { k: Number.MAX_VALUE } },
       { expires_after: { anchor: 'last_active_at', days: '7' } },
@@ -599,6 +602,8 @@ describe('malformed input', () => {
       ['POST', `/vector_stores/${store.id}/files`],
       ['POST', `/vector_stores/${store.id}/files/${file.id}`],
       ['POST', `/vector_stores/${store.id}/search`],
+      ['POST', `/vector_stores/${store.id}/file_batches`],
+      ['POST', `/vector_stores/${store.id}/file_batches/vsfb_%00/cancel`],
     ];
     const statuses = new Set<number>();
     const send = async (method: string, path: string, body?: string, type = 'application/json') => {
@@ -630,6 +635,10 @@ describe('malformed input', () => {
       `/vector_stores/${store.id}/files/%00`,
       `/vector_stores/${store.id}/files?after=%00`,
       `/vector_stores/${store.id}/files?filter=%00&limit=-1`,
+      `/vector_stores/${store.id}/file_batches/%00`,
+      `/vector_stores/${store.id}/file_batches/vsfb_0000000000aaaaaaaaaaaaaaaa/files?after=%00`,
+      `/vector_stores/${store.id}/files/${file.id}/content`,
+      `/vector_stores/${store.id}/files/%00/content`,
       '/vector_stores?before=vs_%00&order=%00',
       `/vector_stores?limit=${'9'.repeat(400)}`,
     ])
@@ -640,25 +649,106 @@ describe('malformed input', () => {
   });
 });
 
-describe('routes not built, and a gateway with no analytics store', () => {
-  it('file batches and file content answer 501 in the primary envelope', async () => {
+describe('file batches and parsed content (the SDK helpers)', () => {
+  it('uploadAndPoll and createAndPoll attach many files; listFiles pages the batch; content is the parsed text', async () => {
     const client = clientOf(a);
-    const store = await client.vectorStores.create({});
-    const batch = await failure(() =>
-      client.vectorStores.fileBatches.create(store.id, { file_ids: ['file-x'] }),
+    const store = await client.vectorStores.create({ name: 'batched' });
+    const uploaded = await client.vectorStores.fileBatches.uploadAndPoll(
+      store.id,
+      {
+        files: [
+          await toFile(Buffer.from(LIGHTHOUSE), 'lighthouse.txt'),
+          await toFile(Buffer.from(SOURDOUGH), 'sourdough.md'),
+        ],
+      },
+      { pollIntervalMs: 200 },
     );
-    expect(batch.status).toBe(501);
-    expect(batch.error).toMatchObject({ type: 'not_implemented', code: 'not_implemented' });
-    const retrieve = await failure(() =>
-      client.vectorStores.fileBatches.retrieve('vsfb_1', { vector_store_id: store.id }),
-    );
-    expect(retrieve.status).toBe(501);
-    const content = await failure(async () => {
-      for await (const _ of client.vectorStores.files.content('file-x', { vector_store_id: store.id })) break;
+    expect(uploaded).toMatchObject({
+      id: expect.stringMatching(/^vsfb_/),
+      object: 'vector_store.files_batch',
+      vector_store_id: store.id,
+      status: 'completed',
+      file_counts: { in_progress: 0, completed: 2, failed: 0, cancelled: 0, total: 2 },
     });
-    expect(content.status).toBe(501);
+    const listed = [];
+    for await (const f of client.vectorStores.fileBatches.listFiles(uploaded.id, {
+      vector_store_id: store.id,
+      limit: 1,
+    }))
+      listed.push(f);
+    expect(listed.map((f) => f.status)).toEqual(['completed', 'completed']);
+    expect(new Set(listed.map((f) => f.id)).size).toBe(2);
+
+    // Per-file attributes through `files`, polled with the header the gateway sends.
+    const extra = await upload(client, 'extra.txt', `${LIGHTHOUSE}Fog horns sound in bad weather.\n`);
+    const polled = await client.vectorStores.fileBatches.createAndPoll(store.id, {
+      files: [{ file_id: extra.id, attributes: { source: 'extra' } }],
+    });
+    expect(polled).toMatchObject({ status: 'completed', file_counts: { completed: 1, total: 1 } });
+    expect(
+      (await client.vectorStores.files.retrieve(extra.id, { vector_store_id: store.id })).attributes,
+    ).toEqual({
+      source: 'extra',
+    });
+    const found = await client.vectorStores.search(store.id, {
+      query: 'fog horn',
+      filters: { type: 'eq', key: 'source', value: 'extra' },
+    });
+    expect(found.data.map((r) => r.file_id)).toEqual([extra.id]);
+    expect((await client.vectorStores.retrieve(store.id)).file_counts).toMatchObject({
+      completed: 3,
+      total: 3,
+    });
+
+    const pages = [];
+    for await (const part of client.vectorStores.files.content(listed[0]!.id, { vector_store_id: store.id }))
+      pages.push(part);
+    expect([LIGHTHOUSE, SOURDOUGH].map((t) => t.trim())).toContain(
+      pages
+        .map((p) => p.text)
+        .join('')
+        .trim(),
+    );
   });
 
+  it('cancel ends a batch cancelled; another project’s batch is a 404 like one that never existed', async () => {
+    const client = clientOf(a);
+    const store = await client.vectorStores.create({});
+    const file = await upload(client, 'cancel.txt', SOURDOUGH);
+    const batch = await client.vectorStores.fileBatches.create(store.id, { file_ids: [file.id] });
+    const cancelled = await client.vectorStores.fileBatches.cancel(batch.id, { vector_store_id: store.id });
+    expect(cancelled.id).toBe(batch.id);
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.file_counts.total).toBe(1);
+
+    for (const key of [b, c]) {
+      const theirs = await failure(() =>
+        clientOf(key).vectorStores.fileBatches.retrieve(batch.id, { vector_store_id: store.id }),
+      );
+      expect(theirs.status).toBe(404);
+      const invented = await failure(() =>
+        clientOf(key).vectorStores.fileBatches.retrieve('vsfb_0000000000aaaaaaaaaaaaaaaa', {
+          vector_store_id: store.id,
+        }),
+      );
+      expect(theirs.message.replace(/vsfb_\w+/, 'ID')).toBe(invented.message.replace(/vsfb_\w+/, 'ID'));
+    }
+    const foreignFile = await upload(clientOf(b), 'theirs.txt', LIGHTHOUSE);
+    const refused = await failure(() =>
+      client.vectorStores.fileBatches.create(store.id, { file_ids: [foreignFile.id] }),
+    );
+    expect(refused.status).toBe(404);
+    const both = await failure(() =>
+      client.vectorStores.fileBatches.create(store.id, {
+        file_ids: [file.id],
+        files: [{ file_id: file.id }],
+      }),
+    );
+    expect(both.status).toBe(400);
+  });
+});
+
+describe('a gateway with no analytics store', () => {
   it('a gateway process without analytics answers 503 saying what to configure', async () => {
     const err = await failure(() => clientOf(a, bare.httpUrl).vectorStores.list());
     expect(err.status).toBe(503);

@@ -3,6 +3,7 @@ import { ServiceError } from '../../../lib/errors.js';
 import type { VectorStoreScope } from '../../../vector-stores/model.js';
 import {
   parseAttach,
+  parseCreateBatch,
   parseCreateStore,
   parseFileList,
   parseSearch,
@@ -16,15 +17,7 @@ import { type GatewayEdgeDeps, REQUEST_ID_HEADER } from './client.js';
 /** How soon the OpenAI SDK's poll helpers (createAndPoll) ask again about a file in progress. */
 const POLL_AFTER_MS = '250';
 
-/** Routes of OpenAI's Vector Stores API this gateway does not build: 501, not 404. */
-const NOT_BUILT: { method: 'GET' | 'POST' | 'DELETE'; url: string; what: string }[] = [
-  { method: 'POST', url: '/vector_stores/:id/file_batches', what: 'vector store file batches' },
-  { method: 'GET', url: '/vector_stores/:id/file_batches/*', what: 'vector store file batches' },
-  { method: 'POST', url: '/vector_stores/:id/file_batches/*', what: 'vector store file batches' },
-  { method: 'GET', url: '/vector_stores/:id/files/:file_id/content', what: 'vector store file content' },
-];
-
-type Params = { id: string; file_id: string };
+type Params = { id: string; file_id: string; batch_id: string };
 
 /**
  * /v1/vector_stores (SPEC 4.1, OpenAI's Vector Stores API): stores, their files and search, on
@@ -112,15 +105,37 @@ export const registerVectorStoreRoutes = (scope: FastifyInstance, deps: GatewayE
     );
   });
 
-  for (const route of NOT_BUILT)
-    scope.route({
-      method: route.method,
-      url: route.url,
-      handler: async (request) => {
-        throw new ServiceError(
-          'not_implemented',
-          `${request.method} /v1${route.url.replace('/*', '/...').replace(':id', '{id}').replace(':file_id', '{file_id}')}: ${route.what} are not implemented by this gateway`,
-        );
-      },
-    });
+  scope.get('/vector_stores/:id/files/:file_id/content', async (request, reply) => {
+    const owner = ownerOf(request, reply);
+    const { id, file_id } = params(request);
+    return reply.send(await storesOf().fileContent(owner, id, file_id));
+  });
+
+  // File batches: many files attached at once, polled by the SDK's createAndPoll/uploadAndPoll.
+  scope.post('/vector_stores/:id/file_batches', opts, async (request, reply) => {
+    const owner = ownerOf(request, reply);
+    const batch = await storesOf().createBatch(owner, params(request).id, parseCreateBatch(request.body));
+    if (batch.status === 'in_progress') reply.header('openai-poll-after-ms', POLL_AFTER_MS);
+    return reply.send(batch);
+  });
+
+  scope.get('/vector_stores/:id/file_batches/:batch_id', async (request, reply) => {
+    const owner = ownerOf(request, reply);
+    const { id, batch_id } = params(request);
+    const batch = await storesOf().retrieveBatch(owner, id, batch_id);
+    if (batch.status === 'in_progress') reply.header('openai-poll-after-ms', POLL_AFTER_MS);
+    return reply.send(batch);
+  });
+
+  scope.post('/vector_stores/:id/file_batches/:batch_id/cancel', opts, async (request, reply) => {
+    const owner = ownerOf(request, reply);
+    const { id, batch_id } = params(request);
+    return reply.send(await storesOf().cancelBatch(owner, id, batch_id));
+  });
+
+  scope.get('/vector_stores/:id/file_batches/:batch_id/files', async (request, reply) => {
+    const owner = ownerOf(request, reply);
+    const { id, batch_id } = params(request);
+    return reply.send(await storesOf().listBatchFiles(owner, id, batch_id, parseFileList(request.query)));
+  });
 };
