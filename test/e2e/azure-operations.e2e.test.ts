@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeAzure, startFakeAzure } from '../fakes/azure-openai.js';
 import { connect, eventually, type GatewayEnv, startGatewayEnv } from '../helpers/gateway-env.js';
@@ -47,7 +47,10 @@ beforeAll(async () => {
   fake = await startFakeAzure({
     apiKey: KEY,
     apiVersion: API_VERSION,
-    deployments: [{ name: 'emb-prod', model: 'text-embedding-3-small', reply: { embeddingDimensions: 6 } }],
+    deployments: [
+      { name: 'emb-prod', model: 'text-embedding-3-small', reply: { embeddingDimensions: 6 } },
+      { name: 'img-prod', model: 'gpt-image-1' },
+    ],
   });
   const tls = await selfSignedCertificate(RESOURCE_HOST);
   certDir = tls.dir;
@@ -69,6 +72,7 @@ beforeAll(async () => {
   await upsert('embed-large', 'text-embedding-3-large', 'embeddings');
   await upsert('chat-only', 'gpt-4o-mini', 'chat');
   await upsert('gpt-4o', 'gpt-4o', 'chat,streaming');
+  await upsert('gpt-image-1', 'gpt-image-1', 'images');
   await connect(gw, {
     provider: 'azure',
     secret: KEY,
@@ -76,7 +80,7 @@ beforeAll(async () => {
     metadata: {
       resource: 'myres',
       api_version: API_VERSION,
-      deployments: { 'embed-small': 'emb-prod', 'gpt-4o': 'gpt4o-prod' },
+      deployments: { 'embed-small': 'emb-prod', 'gpt-4o': 'gpt4o-prod', 'gpt-image-1': 'img-prod' },
     },
   });
   client = new OpenAI({ apiKey: gw.boot.api_key, baseURL: `${gw.serve.httpUrl}/v1`, maxRetries: 0 });
@@ -148,6 +152,59 @@ describe('embeddings through an azure deployment', () => {
     expect(err.status).toBe(400);
     expect((err.error as { code: string }).code).toBe('no_compatible_candidate');
     expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe('images through an azure deployment', () => {
+  const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+
+  it('generations: JSON on the deployment path with api-version and api-key; the image back, recorded', async () => {
+    const { data: r, response } = await client.images
+      .generate({ model: 'gpt-image-1', prompt: 'a lighthouse at dusk' })
+      .withResponse();
+    expect(r.data?.[0]?.b64_json).toEqual(expect.any(String));
+    const sent = fake.requests.at(-1)!;
+    expect(sent.path).toBe('/openai/deployments/img-prod/images/generations');
+    expect(sent.query).toEqual({ 'api-version': API_VERSION });
+    expect(sent.headers['api-key']).toBe(KEY);
+    expect(sent.body).toMatchObject({ prompt: 'a lighthouse at dusk' });
+    expect(fake.violations).toEqual([]);
+    const id = response.headers.get('x-svc-request-id')!;
+    let row: unknown;
+    await eventually(
+      async () => {
+        const res = await fetch(`${gw.serve.httpUrl}/api/requests/${id}?org_id=${gw.boot.org_id}`, {
+          headers: { authorization: `Bearer ${gw.admin}` },
+        });
+        if (res.status !== 200) return false;
+        row = await res.json();
+        return true;
+      },
+      15_000,
+      'the image request row',
+    );
+    expect(row).toMatchObject({ route: '/v1/images/generations', provider: 'azure', status: 'success' });
+  });
+
+  it('edits: the caller’s form proxied as multipart to the deployment; variations are not an Azure operation', async () => {
+    const r = await client.images.edit({
+      model: 'gpt-image-1',
+      prompt: 'add a boat',
+      image: await toFile(png, 'harbour.png', { type: 'image/png' }),
+    });
+    expect(r.data?.length).toBeGreaterThan(0);
+    const sent = fake.requests.at(-1)!;
+    expect(sent.path).toBe('/openai/deployments/img-prod/images/edits');
+    expect(sent.form?.fields).toMatchObject({ prompt: 'add a boat' });
+    expect(sent.form?.files.map((f) => [f.field, f.filename, f.bytes.equals(png)])).toEqual([
+      ['image', 'harbour.png', true],
+    ]);
+    const refused = await client.images
+      .createVariation({ model: 'gpt-image-1', image: await toFile(png, 'x.png', { type: 'image/png' }) })
+      .catch((e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(refused).toBeInstanceOf(OpenAI.APIError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
+    expect(fake.requests.filter((q) => q.path.endsWith('/images/variations'))).toEqual([]);
   });
 });
 

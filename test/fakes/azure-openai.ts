@@ -3,8 +3,15 @@ import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { ReplyOptions } from './openai-upstream/behaviours.js';
 import { responses } from './openai-upstream/responses.js';
-import { chatCompletions, embeddings, type RouteResult } from './openai-upstream/routes.js';
+import {
+  chatCompletions,
+  embeddings,
+  imageEdits,
+  imageGenerations,
+  type RouteResult,
+} from './openai-upstream/routes.js';
 import { isRecord } from './openai-upstream/wire.js';
+import { type FakeFormFile, parseForm } from './openai-upstream.js';
 
 /**
  * A fake Azure OpenAI resource on 127.0.0.1: the data plane (deployment chat, embeddings, the v1
@@ -53,6 +60,8 @@ export interface AzureRequest {
   query: Record<string, string>;
   headers: IncomingHttpHeaders;
   body: unknown;
+  /** A multipart body, as the platform's FormData parser read it. */
+  form?: { fields: Record<string, string>; files: FakeFormFile[] };
 }
 
 export interface FakeAzure {
@@ -105,7 +114,8 @@ const sendRoute = (res: ServerResponse, result: RouteResult) => {
   res.end();
 };
 
-const DEPLOYMENT_PATH = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings)$/;
+const DEPLOYMENT_PATH =
+  /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings|images\/generations|images\/edits)$/;
 
 export const startFakeAzure = async (options: FakeAzureOptions): Promise<FakeAzure> => {
   let deployments = options.deployments;
@@ -193,6 +203,13 @@ export const startFakeAzure = async (options: FakeAzureOptions): Promise<FakeAzu
       if (applies) return sendJson(res, d.script.status, d.script.body);
     }
     if (match[2] === 'embeddings') return sendRoute(res, embeddings(body, d.reply ?? {}));
+    // Image deployments (gpt-image-1, dall-e-3): generations as JSON, edits as multipart read with
+    // the platform's own FormData parser; the deployment decides the model, whatever the body says.
+    if (match[2] === 'images/generations') return sendRoute(res, imageGenerations(body));
+    if (match[2] === 'images/edits') {
+      if (!r.form) return sendJson(res, 400, azureError('BadRequest', 'expected multipart/form-data'));
+      return sendRoute(res, imageEdits({ ...r.form.fields, model: d.model }, r.form.files));
+    }
     if (d.script === 'refuse-tools' && body.tools !== undefined)
       return sendJson(res, 400, unsupported('tools'));
     if (d.script === 'refuse-stream' && body.stream === true)
@@ -203,9 +220,11 @@ export const startFakeAzure = async (options: FakeAzureOptions): Promise<FakeAzu
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const url = new URL(req.url ?? '/', 'http://fake');
-      const raw = Buffer.concat(chunks).toString('utf8');
+      const bytes = Buffer.concat(chunks);
+      const form = await parseForm(bytes, req.headers['content-type']);
+      const raw = form ? '' : bytes.toString('utf8');
       let body: unknown;
       try {
         body = raw === '' ? undefined : JSON.parse(raw);
@@ -218,6 +237,7 @@ export const startFakeAzure = async (options: FakeAzureOptions): Promise<FakeAzu
         query: Object.fromEntries(url.searchParams),
         headers: req.headers,
         body,
+        ...(form ? { form } : {}),
       };
       requests.push(r);
       handle(r, res);

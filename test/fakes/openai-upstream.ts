@@ -93,7 +93,7 @@ const bearer = (header: string | undefined): string | undefined =>
   /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
 
 /** A multipart body as the platform's FormData parser reads it; undefined when it is not one. */
-const parseForm = async (
+export const parseForm = async (
   raw: Buffer,
   contentType: string | undefined,
 ): Promise<{ fields: Record<string, string>; files: FakeFormFile[] } | undefined> => {

@@ -1,12 +1,25 @@
+import { formDataBody } from '../form-data.js';
 import { callUpstream } from '../http.js';
 import { openAiChatBody, openAiShapedOutcome } from '../openai/adapter.js';
-import { embeddingsReply, jsonOperationOutcome, responsesReply } from '../openai/operations.js';
-import type { AttemptOutcome, JsonOutcome, ProviderAdapter } from '../provider.js';
+import {
+  embeddingsReply,
+  imageEvents,
+  imagesReply,
+  jsonOperationOutcome,
+  responsesReply,
+} from '../openai/operations.js';
+import {
+  type AttemptOutcome,
+  type JsonOutcome,
+  type ProviderAdapter,
+  unsupportedOperation,
+} from '../provider.js';
 import type { DeploymentHostAdapter } from './origin.js';
 import {
   azureHeaders,
   chatUrl,
   deploymentCall,
+  deploymentPath,
   embeddingsRequest,
   type PreparedRequest,
   responsesRequest,
@@ -16,7 +29,8 @@ import {
  * The deployment-host adapter (SPEC 4.7): the chat body goes out as the caller sent it (tools,
  * tool_choice and stream fields included) to the mapped deployment, and the reply is already in the
  * primary dialect, so the reference adapter's reply and stream reading serve it unchanged.
- * Embeddings go to the deployment path too; responses to the resource host's v1 surface. A model
+ * Embeddings and images (generations as JSON, edits as multipart) go to the deployment path too;
+ * responses to the resource host's v1 surface. Variations are not an Azure operation. A model
  * without a deployment mapping fails every operation before any upstream call, fallback-eligible.
  */
 
@@ -53,6 +67,34 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
       limits: target.limits,
       // The data plane reports the deployment's base model; callers see the catalog model name.
       reply: embeddingsReply(endpoint.model),
+    });
+  },
+  images: async (request, target): Promise<JsonOutcome> => {
+    const operation = request.route.slice('/v1/'.length);
+    if (operation !== 'images/generations' && operation !== 'images/edits')
+      return { ok: false, failure: unsupportedOperation(id, operation) };
+    const prepared = deploymentCall(target.endpoint, target.credentials);
+    if (!prepared.ok) return prepared;
+    const { call } = prepared;
+    // The deployment decides the model; the body names the catalog model, as for embeddings.
+    const fields = { ...request.raw, model: target.endpoint.model };
+    const form = request.uploads ? formDataBody(fields, request.uploads) : null;
+    const headers = azureHeaders(target.credentials.secret, target.requestId, request.stream);
+    const called = await callUpstream({
+      url: deploymentPath(call.origin, call.deployment, operation, call.metadata.api_version),
+      destination: call.destination,
+      headers: form ? { ...headers, 'content-type': form.contentType } : headers,
+      body: form ? form.body : JSON.stringify(fields),
+      signal: target.signal,
+      timeoutMs: target.timeoutMs,
+      bodyTimeoutMs: target.timeoutMs,
+    });
+    if (!called.ok) return called;
+    return jsonOperationOutcome(called.response, {
+      stream: request.stream,
+      limits: target.limits,
+      reply: imagesReply,
+      events: imageEvents,
     });
   },
   responses: async (request, target): Promise<JsonOutcome> => {

@@ -16,7 +16,7 @@ import {
  * with no api-version and the deployment name as the model.
  */
 
-const deploymentPath = (origin: string, deployment: string, operation: string, apiVersion: string) =>
+export const deploymentPath = (origin: string, deployment: string, operation: string, apiVersion: string) =>
   `${origin}/openai/deployments/${encodeURIComponent(deployment)}/${operation}?api-version=${encodeURIComponent(apiVersion)}`;
 
 export const chatUrl = (origin: string, deployment: string, apiVersion: string): string =>
