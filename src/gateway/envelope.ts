@@ -27,6 +27,7 @@ const attemptsOf = (records: readonly AttemptRecord[]): Attempt[] =>
       endpoint_id: a.source,
       latency_ms: a.latency_ms,
       outcome,
+      upstream_request_id: a.upstream_request_id,
     };
   });
 

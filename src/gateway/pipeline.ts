@@ -1,5 +1,6 @@
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest } from '../providers/contract.js';
 import type { Adapter, RegistryEndpoint } from '../providers/endpoint.js';
+import { RETRY_AFTER_MAX_MS, upstreamRequestIdOf } from '../providers/http.js';
 import type {
   AttemptFailure,
   AttemptTarget,
@@ -7,6 +8,7 @@ import type {
   FailureKind,
   Outcome,
   ProviderAdapter,
+  UpstreamHeaders,
 } from '../providers/provider.js';
 
 /** One entry of the attempt trail (SPEC 2.4 plus what analytics needs). */
@@ -20,6 +22,8 @@ export interface AttemptRecord {
   provider_model_id: string;
   outcome: 'success' | 'failure';
   latency_ms: number;
+  /** The upstream's own id of its answer (x-request-id, request-id, ...), when it sent one. */
+  upstream_request_id: string | null;
 }
 
 export interface PipelineBudget {
@@ -59,6 +63,27 @@ export interface PipelineDeps {
   onAttempt?: (provider: string, outcome: string) => void;
 }
 
+/**
+ * How long to wait before the `retry`-th retry (0 for the first): what the upstream asked for
+ * (its Retry-After), or exponential backoff from `baseMs` with jitter (half fixed, half random) so
+ * that callers failed together do not come back together. Null when the wait would not end before
+ * the deadline (with room for the attempt itself) or is longer than a minute: the next candidate is
+ * tried instead.
+ */
+export const retryDelay = (
+  retry: number,
+  baseMs: number,
+  retryAfterMs: number | undefined,
+  remainingMs: number,
+  random: () => number = Math.random,
+): number | null => {
+  const wait =
+    retryAfterMs !== undefined
+      ? retryAfterMs
+      : Math.round(baseMs * 2 ** Math.min(retry, 10) * (0.5 + 0.5 * random()));
+  return wait <= RETRY_AFTER_MAX_MS && wait < remainingMs / 2 ? wait : null;
+};
+
 /** Backoff that a client leaving cuts short; the listener goes whichever ends it. */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -95,7 +120,13 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
   const failures: AttemptFailure[] = [];
   const deadline = Date.now() + context.budget.deadlineMs;
   let retries = context.budget.retries;
+  let retried = 0;
   let lastEndpoint: RegistryEndpoint | undefined;
+  // The upstream's id of the attempt in flight, from its response headers.
+  let upstreamId: string | null = null;
+  const onHeaders = (headers: UpstreamHeaders) => {
+    upstreamId = upstreamRequestIdOf(headers);
+  };
   const failed = () => ({
     ok: false as const,
     attempts,
@@ -119,7 +150,9 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
       provider_model_id: endpoint.provider_model_id,
       outcome: failure ? 'failure' : 'success',
       latency_ms: Date.now() - started,
+      upstream_request_id: upstreamId,
     });
+    upstreamId = null;
     deps.onAttempt?.(endpoint.lane, failure ? failure.kind : 'success');
     if (failure) failures.push(failure);
   };
@@ -158,6 +191,7 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
         signal: context.signal,
         timeoutMs: Math.min(context.budget.attemptTimeoutMs, remaining),
         limits: deps.limits,
+        onHeaders,
       }).catch(
         // An adapter that throws (a body it could not serialize, a bug) fails this attempt like any
         // other: recorded, and the next candidate tried; never a 500 for the whole request.
@@ -204,9 +238,18 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
       record(endpoint, started, failure);
       if (context.signal.aborted) return failed();
       if (failure.retryable && !failure.skipRetry && retries > 0) {
-        retries -= 1;
-        await sleep(context.budget.backoffMs, context.signal);
-        continue;
+        const wait = retryDelay(
+          retried,
+          context.budget.backoffMs,
+          failure.retryAfterMs,
+          deadline - Date.now(),
+        );
+        if (wait !== null) {
+          retries -= 1;
+          retried += 1;
+          await sleep(wait, context.signal);
+          continue;
+        }
       }
       if (!failure.fallback) return failed();
       break;

@@ -200,7 +200,7 @@ export async function admitByKeyLimits(scope: RequestScope, decision: PolicyDeci
         'rate_limit_error',
         `rate limit of ${refusal.value} ${what} per minute reached for this API key (policy); retry in ${refusal.retryAfterSeconds} s`,
       ),
-      String(refusal.retryAfterSeconds),
+      refusal.retryAfterSeconds * 1_000,
     );
   }
   scope.spendsTokens = tpm !== null;

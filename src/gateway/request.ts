@@ -56,7 +56,7 @@ export async function serveRequest(deps: GatewayDeps, input: GatewayRequest): Pr
   if (wait !== null)
     return scope.fail(
       new ServiceError('rate_limit_error', `rate limit exceeded for this API key; retry in ${wait} s`),
-      String(wait),
+      wait * 1_000,
     );
   const capped = route.zeroRated ? null : deps.spendCaps?.refusal(key);
   if (capped) return scope.fail(capped);

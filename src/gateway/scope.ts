@@ -1,5 +1,5 @@
 import type { EscrowPort } from '../commands/wallet/ports.js';
-import { describeError, ERROR_CATALOGUE, ServiceError } from '../lib/errors.js';
+import { clientMayRetry, describeError, ERROR_CATALOGUE, ServiceError } from '../lib/errors.js';
 import type { PolicyDecision, PolicyQuery } from '../policy/evaluate.js';
 import { billingFailed, type Operation as PricingOperation, priceUsage } from '../pricing/index.js';
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest, Usage } from '../providers/contract.js';
@@ -136,7 +136,10 @@ export type GatewayAnswer =
       readonly kind: 'json';
       readonly status: number;
       readonly body: string;
-      readonly retryAfter: string | null;
+      /** How long the caller should wait before trying again (rate limits, SPEC 7.4). */
+      readonly retryAfterMs: number | null;
+      /** Whether trying again may help (lib/errors.ts clientMayRetry); null for a success. */
+      readonly shouldRetry: boolean | null;
     }
   | { readonly kind: 'streamed' | 'client_gone' };
 
@@ -270,11 +273,18 @@ export class RequestScope {
   }
 
   /** Finishes with an error in the edge's dialect (SPEC 7.1, 7.2). */
-  fail(error: ServiceError, retryAfter: string | null = null): GatewayAnswer {
+  fail(error: ServiceError, retryAfterMs: number | null = null): GatewayAnswer {
     const { dialect, requestId } = this.input;
     const status = dialect.status?.(error) ?? error.status;
     this.finish(status, error);
-    return { kind: 'json', status, body: JSON.stringify(dialect.error(error, requestId)), retryAfter };
+    const shouldRetry = clientMayRetry(error);
+    return {
+      kind: 'json',
+      status,
+      body: JSON.stringify(dialect.error(error, requestId)),
+      retryAfterMs: shouldRetry ? retryAfterMs : null,
+      shouldRetry,
+    };
   }
 
   /** A buffered JSON answer: time to first byte is the whole reply, then the record. */
@@ -282,7 +292,7 @@ export class RequestScope {
     const { completed } = this;
     completed.ttfbMs = Date.now() - this.startedAt.getTime();
     this.finish(200, undefined, completed.tracing.full ? Buffer.from(text) : null);
-    return { kind: 'json', status: 200, body: text, retryAfter: null };
+    return { kind: 'json', status: 200, body: text, retryAfterMs: null, shouldRetry: null };
   }
 
   /**
@@ -359,6 +369,8 @@ export class RequestScope {
       this.finish(499, new ServiceError('upstream_error', 'client closed the request', { status: 499 }));
       return CLIENT_GONE;
     }
+    // An upstream's Retry-After was honoured by the pipeline; like its other rate-limit headers it
+    // is not forwarded (SPEC 7.4).
     return this.fail(failureError(result.attempts, result.failures));
   }
 

@@ -60,6 +60,16 @@ export const ERROR_CATALOGUE = {
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
+/**
+ * The failures a client may usefully try again (after its Retry-After): a rate limit, a service
+ * that is briefly unavailable. Every other failure is final: the gateway has already spent its own
+ * retries and fallbacks on it, or trying again cannot change the answer; it carries
+ * `x-should-retry: false`, which the official SDKs obey instead of retrying twice on their own.
+ */
+const CLIENT_RETRYABLE: ReadonlySet<ErrorCode> = new Set(['rate_limit_error', 'service_unavailable']);
+
+export const clientMayRetry = (err: Pick<ServiceError, 'code'>): boolean => CLIENT_RETRYABLE.has(err.code);
+
 export class ServiceError extends Error {
   readonly code: ErrorCode;
   readonly status: number;

@@ -58,3 +58,10 @@ export const idFromNames = (prefix: string, ...parts: string[]): string => {
   for (let i = 0; i < 20; i++) out += ALPHABET[digest[i]! & 31];
   return `${prefix}_${out}`;
 };
+
+/**
+ * A correlation id from outside (a caller's or an upstream's x-request-id): visible ASCII, at most
+ * 128 characters, so it is safe to echo in a header and to store.
+ */
+export const isCorrelationId = (value: unknown): value is string =>
+  typeof value === 'string' && /^[\x21-\x7e]{1,128}$/.test(value);

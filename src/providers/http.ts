@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher, request, errors as undiciErrors } from 'undici';
 import { HOP_HEADER } from '../lib/hop.js';
+import { isCorrelationId } from '../lib/ids.js';
 import { type SseEvent, SseParser } from '../lib/sse.js';
 import {
   AGENT_OPTIONS,
@@ -9,7 +10,7 @@ import {
   outboundHop,
   processPolicy,
 } from './destinations.js';
-import { type AttemptFailure, StreamFailure } from './provider.js';
+import { type AttemptFailure, StreamFailure, type UpstreamHeaders } from './provider.js';
 
 /**
  * One keep-alive pool per upstream origin (undici's Agent keeps them), shared by every adapter.
@@ -89,6 +90,42 @@ const providerError = (text: string): { message?: string; code?: string; param?:
   }
 };
 
+const headerValue = (headers: UpstreamHeaders, name: string): string | undefined => {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** The request-id headers of the providers, in the order they are looked for. */
+const UPSTREAM_REQUEST_ID_HEADERS = ['x-request-id', 'request-id', 'x-amzn-requestid', 'apim-request-id'];
+
+/** The id the upstream gave its answer (OpenAI, Anthropic, Bedrock, Azure spell it differently). */
+export const upstreamRequestIdOf = (headers: UpstreamHeaders): string | null => {
+  for (const name of UPSTREAM_REQUEST_ID_HEADERS) {
+    const v = headerValue(headers, name);
+    if (isCorrelationId(v)) return v;
+  }
+  return null;
+};
+
+/** The longest wait an upstream's Retry-After is taken at (longer ones are a reason to fall back). */
+export const RETRY_AFTER_MAX_MS = 60_000;
+
+/**
+ * An upstream's Retry-After in milliseconds: `retry-after-ms` (OpenAI's), else `retry-after` as
+ * delta-seconds or an HTTP-date (RFC 9110 10.2.3); undefined when absent or unreadable.
+ */
+export const retryAfterMsOf = (headers: UpstreamHeaders, now = Date.now()): number | undefined => {
+  const ms = headerValue(headers, 'retry-after-ms');
+  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) return Math.ceil(Number(ms));
+  const after = headerValue(headers, 'retry-after')?.trim();
+  if (after === undefined || after === '') return undefined;
+  if (/^\d+$/.test(after)) return Number(after) * 1_000;
+  // An HTTP-date (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`); Date.parse alone takes `-1`.
+  if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(after)) return undefined;
+  const at = Date.parse(after);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
+};
+
 /** Classifies an upstream status (SPEC 7.3: 429 and 5xx retryable; auth and not-found fall forward). */
 export const failureFromStatus = async (
   response: UpstreamResponse,
@@ -103,6 +140,7 @@ export const failureFromStatus = async (
   const parsed = over ? {} : providerError(message);
   const retryable = status === 429 || status === 408 || status >= 500;
   const fallback = retryable || status === 401 || status === 403 || status === 404;
+  const retryAfterMs = retryable ? retryAfterMsOf(response.headers) : undefined;
   return {
     kind: 'UpstreamStatus',
     status_code: status,
@@ -112,6 +150,7 @@ export const failureFromStatus = async (
     ...(parsed.param !== undefined ? { providerParam: parsed.param } : {}),
     retryable,
     fallback,
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
   };
 };
 
@@ -161,6 +200,8 @@ export const callUpstream = (options: {
   destination?: Destination;
   /** The connection pool; the one for `destination` unless a test brings its own. */
   dispatcher?: Dispatcher;
+  /** Told the response headers when they arrive in time (AttemptTarget.onHeaders). */
+  onHeaders?: (headers: UpstreamHeaders) => void;
 }): Promise<CallResult> => {
   if (options.signal.aborted)
     return Promise.resolve({ ok: false, failure: transportFailure(null, 'client') });
@@ -202,6 +243,7 @@ export const callUpstream = (options: {
           response.body.destroy();
           return;
         }
+        options.onHeaders?.(response.headers);
         settle({ ok: true, response });
         response.body.on('close', stopListening);
       },

@@ -38,6 +38,8 @@ export interface AttemptFailure {
    * call failed, SPEC 4.1 rule 4): recorded and charged once although the request fails.
    */
   consumed?: Usage;
+  /** How long the upstream asked to wait before another try (its Retry-After), in milliseconds. */
+  retryAfterMs?: number;
 }
 
 /** A failure after the stream began: ends it with the terminal error frame (SPEC 4.1 rule 5). */
@@ -70,7 +72,12 @@ export interface AttemptTarget {
   /** Until response headers (buffered: the whole reply). */
   timeoutMs: number;
   limits: { maxResponseBytes: number; maxErrorMessageBytes: number };
+  /** Told the upstream's response headers as they arrive (its request id for the attempt trail). */
+  onHeaders?: (headers: UpstreamHeaders) => void;
 }
+
+/** Response headers as the HTTP client hands them over. */
+export type UpstreamHeaders = Record<string, string | string[] | undefined>;
 
 /** What one attempt gave: a whole reply, a stream (committed at its first item), or a failure. */
 export type Outcome<R, C> =

@@ -278,7 +278,14 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     const stores = new VectorStores(
       tables,
       jobs,
-      { files: source, extractor: engineExtractor, index, filters: engineFilters, embedder, kick: () => worker.kick() },
+      {
+        files: source,
+        extractor: engineExtractor,
+        index,
+        filters: engineFilters,
+        embedder,
+        kick: () => worker.kick(),
+      },
       { onError },
     );
     chat.vectorStores = stores;

@@ -335,13 +335,17 @@ describe('error envelope (SPEC 7.1, 7.3, 7.4)', () => {
 
   it('an upstream 429 surfaces as 429 rate_limit_error without the upstream rate-limit headers', async () => {
     fake.enqueue(
-      rateLimited({ retryAfterSeconds: 7 }),
-      rateLimited({ retryAfterSeconds: 7 }),
-      rateLimited({ retryAfterSeconds: 7, message: 'slow down' }),
+      rateLimited({ retryAfterSeconds: 1 }),
+      rateLimited({ retryAfterSeconds: 1 }),
+      rateLimited({ retryAfterSeconds: 1, message: 'slow down' }),
     );
     const r = await chatStatus({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] });
     expect(r.status).toBe(429);
+    // Its Retry-After was honoured between the gateway's own tries, and is not forwarded (SPEC 7.4).
+    const [first, , third] = fake.requests.slice(-3);
+    expect(third!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(1_900);
     expect(r.headers.get('retry-after')).toBeNull();
+    expect(r.headers.get('x-should-retry')).toBe('true');
     expect([...r.headers.keys()].some((h) => h.startsWith('x-ratelimit'))).toBe(false);
     expect((JSON.parse(r.text) as { error: { type: string } }).error.type).toBe('rate_limit_error');
   });

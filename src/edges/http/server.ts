@@ -3,13 +3,14 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
 import { Histogram, type Registry } from 'prom-client';
 import { renderAltError, renderApiError, renderPrimaryError, ServiceError } from '../../lib/errors.js';
 import type { HealthRegistry } from '../../lib/health.js';
-import { newId } from '../../lib/ids.js';
+import { isCorrelationId, newId } from '../../lib/ids.js';
 import { labelled } from '../../lib/metrics.js';
 
 /** A part of the process that serves HTTP routes (a role): its name, and its routes in their own scope. */
@@ -107,8 +108,9 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    echoRequestId(request, reply);
     done(null, payload);
   });
 
@@ -169,6 +171,16 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     });
   }
   return app;
+};
+
+/**
+ * A caller's own `x-request-id` goes back on its answer (the habit of proxies and gateways), when
+ * it is a correlation id worth echoing (lib/ids.ts); the service's own id is `x-svc-request-id`.
+ * Streams set their headers themselves and call this before they do.
+ */
+export const echoRequestId = (request: FastifyRequest, reply: FastifyReply): void => {
+  const id = request.headers['x-request-id'];
+  if (isCorrelationId(id)) reply.header('x-request-id', id);
 };
 
 /** The error envelope of the surface a path belongs to: /v1 (SPEC 7.1), /alt (SPEC 7.2), else /api. */

@@ -27,8 +27,8 @@ import {
  * - started_at, finished_at: RFC 3339 with milliseconds. latency_ms: whole request. ttfb_ms: first
  *   byte sent to the caller; null when nothing was sent.
  * - attempts: the attempt trail, SPEC 2.4 entries (source, kind, status_code, message) plus
- *   provider, endpoint_id, latency_ms and outcome; kind and message are null on the attempt that
- *   served the reply.
+ *   provider, endpoint_id, latency_ms, outcome and the upstream's own request id (null when it sent
+ *   none); kind and message are null on the attempt that served the reply.
  * - usage: normalized counters stored whatever the billing outcome; audio counters carry the SPEC 3
  *   marker, and tokens only when the marker is `reported`.
  * - usage_lines: metered quantities by meter and qualifiers; cost_lines: the pricing engine's
@@ -82,6 +82,8 @@ export const attemptSchema = z.object({
   endpoint_id: z.string(),
   latency_ms: millis,
   outcome: z.enum(ATTEMPT_OUTCOMES),
+  /** The upstream's id of its answer (x-request-id, request-id, x-amzn-requestid, apim-request-id). */
+  upstream_request_id: z.string().max(128).nullable().optional(),
 });
 
 export const AUDIO_MARKERS = ['reported', 'not_reported', 'unreadable'] as const;

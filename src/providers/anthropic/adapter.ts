@@ -149,6 +149,7 @@ const post = (
     timeoutMs: target.timeoutMs,
     bodyTimeoutMs: target.timeoutMs,
     destination: connectionOrLane(target.credentials),
+    onHeaders: target.onHeaders,
   });
 
 const countTokens = async (request: CanonicalRequest, target: AttemptTarget): Promise<CountOutcome> => {

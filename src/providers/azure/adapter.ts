@@ -10,6 +10,7 @@ import {
 } from '../openai/operations.js';
 import {
   type AttemptOutcome,
+  type AttemptTarget,
   type JsonOutcome,
   type ProviderAdapter,
   unsupportedOperation,
@@ -34,8 +35,14 @@ import {
  * without a deployment mapping fails every operation before any upstream call, fallback-eligible.
  */
 
-const send = (prepared: PreparedRequest, signal: AbortSignal, timeoutMs: number) =>
-  callUpstream({ ...prepared, signal, timeoutMs, bodyTimeoutMs: timeoutMs });
+const send = (prepared: PreparedRequest, target: AttemptTarget) =>
+  callUpstream({
+    ...prepared,
+    signal: target.signal,
+    timeoutMs: target.timeoutMs,
+    bodyTimeoutMs: target.timeoutMs,
+    onHeaders: target.onHeaders,
+  });
 
 const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
   id,
@@ -51,6 +58,7 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
       timeoutMs: target.timeoutMs,
       bodyTimeoutMs: target.timeoutMs,
       destination: call.destination,
+      onHeaders: target.onHeaders,
     });
     if (!called.ok) return called;
     return openAiShapedOutcome(called.response, request.stream, target.limits);
@@ -60,7 +68,7 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
     if (!prepared.ok) return prepared;
     const { endpoint, credentials } = target;
     const out = embeddingsRequest(request.raw, prepared.call, endpoint, credentials.secret, target.requestId);
-    const called = await send(out, target.signal, target.timeoutMs);
+    const called = await send(out, target);
     if (!called.ok) return called;
     return jsonOperationOutcome(called.response, {
       stream: false,
@@ -88,6 +96,7 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
       signal: target.signal,
       timeoutMs: target.timeoutMs,
       bodyTimeoutMs: target.timeoutMs,
+      onHeaders: target.onHeaders,
     });
     if (!called.ok) return called;
     return jsonOperationOutcome(called.response, {
@@ -101,7 +110,7 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
     const prepared = deploymentCall(target.endpoint, target.credentials);
     if (!prepared.ok) return prepared;
     const out = responsesRequest(request.raw, prepared.call, target.credentials.secret, target.requestId);
-    const called = await send(out, target.signal, target.timeoutMs);
+    const called = await send(out, target);
     if (!called.ok) return called;
     return jsonOperationOutcome(called.response, {
       stream: request.stream,

@@ -178,6 +178,7 @@ export const postSigned = async (
     timeoutMs: target.timeoutMs,
     bodyTimeoutMs: target.timeoutMs,
     destination: call.destination,
+    onHeaders: target.onHeaders,
   });
   if (!called.ok) return called;
   if (called.response.statusCode !== 200)

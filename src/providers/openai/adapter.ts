@@ -145,6 +145,7 @@ const post = (
     timeoutMs: target.timeoutMs,
     bodyTimeoutMs: target.timeoutMs,
     destination: connectionOrLane(target.credentials),
+    onHeaders: target.onHeaders,
   });
 
 /** The inbound JSON with the upstream's model id: the other fields pass through unread. */

@@ -11,6 +11,7 @@ import {
 import { newId } from '../../../lib/ids.js';
 import type { CanonicalRequest } from '../../../providers/contract.js';
 import type { VectorStores } from '../../../vector-stores/service.js';
+import { echoRequestId } from '../server.js';
 import { EventStreamWriter } from './event-stream.js';
 import { receivedBytes } from './received-bytes.js';
 
@@ -50,8 +51,11 @@ class ReplyClient implements ClientPort {
   }
 
   openStream(capture: string[] | null): FrameSink {
+    // The caller's own x-request-id, echoed (edges/http/server.ts echoRequestId).
+    const echoed = this.reply.getHeader('x-request-id');
     this.reply.hijack();
     const res = this.reply.raw;
+    if (typeof echoed === 'string') res.setHeader('x-request-id', echoed);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
@@ -77,6 +81,7 @@ export async function callGateway(
 ): Promise<FastifyReply> {
   const requestId = request.id.startsWith('req_') ? request.id : newId('req');
   reply.header(REQUEST_ID_HEADER, requestId);
+  echoRequestId(request, reply);
   const answer = await serveRequest(deps, {
     canonical,
     dialect,
@@ -94,6 +99,22 @@ export async function callGateway(
 /** Writes the request path's answer; a streamed reply is already written, and a gone client gets none. */
 function writeAnswer(reply: FastifyReply, answer: GatewayAnswer): FastifyReply {
   if (answer.kind !== 'json') return reply;
-  if (answer.retryAfter !== null) reply.header('retry-after', answer.retryAfter);
+  if (answer.shouldRetry !== null) retrySignals(reply, answer.shouldRetry, answer.retryAfterMs);
   return reply.code(answer.status).type('application/json').send(answer.body);
 }
+
+/**
+ * The retry signals of a failed answer (the conventions of the official SDKs): `x-should-retry`
+ * says whether trying again may help; a wait goes out as `Retry-After` in whole seconds (SPEC 7.4)
+ * and `retry-after-ms` beside it.
+ */
+export const retrySignals = (
+  reply: FastifyReply,
+  shouldRetry: boolean,
+  retryAfterMs: number | null,
+): void => {
+  reply.header('x-should-retry', shouldRetry ? 'true' : 'false');
+  if (retryAfterMs === null) return;
+  reply.header('retry-after', String(Math.max(1, Math.ceil(retryAfterMs / 1_000))));
+  reply.header('retry-after-ms', String(Math.max(0, Math.round(retryAfterMs))));
+};

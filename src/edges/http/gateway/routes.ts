@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiKeyCache, ApiKeyIdentity } from '../../../gateway/auth/api-key-cache.js';
 import { renderAltErrorEnvelope } from '../../../gateway/render/alt.js';
-import { renderPrimaryError, ServiceError } from '../../../lib/errors.js';
+import { clientMayRetry, renderPrimaryError, ServiceError } from '../../../lib/errors.js';
 import { registerAltRoutes } from '../alt/routes.js';
 import { authenticateApiKey } from './auth.js';
 import { registerChatRoute } from './chat.js';
-import type { GatewayEdgeDeps } from './client.js';
+import { type GatewayEdgeDeps, retrySignals } from './client.js';
 import { registerFileRoutes } from './files-routes.js';
 import { registerImageUploadRoutes } from './image-uploads.js';
 import { boundJsonDepth } from './json-parser.js';
@@ -61,6 +61,7 @@ export const registerGatewayRoutes = async (
       v1.setErrorHandler((err, request, reply) => {
         const e = toServiceError(err);
         if (e.status >= 500) request.log.error({ err }, 'gateway error');
+        retrySignals(reply, clientMayRetry(e), null);
         return reply.code(e.status).send(renderPrimaryError(e));
       });
       v1.setNotFoundHandler((request, reply) => {
@@ -69,6 +70,7 @@ export const registerGatewayRoutes = async (
         const message = family
           ? `${request.method} /v1${path}: the ${family.slice(1)} API is not supported by this gateway`
           : `unknown route ${request.method} /v1${path}`;
+        retrySignals(reply, false, null);
         return reply.code(404).send(renderPrimaryError(new ServiceError('not_found', message)));
       });
       v1.addHook('onRequest', async (request: FastifyRequest) => {
@@ -115,17 +117,19 @@ export const registerGatewayRoutes = async (
       alt.setErrorHandler((err, request, reply) => {
         const e = toServiceError(err);
         if (e.status >= 500) request.log.error({ err }, 'gateway error');
+        retrySignals(reply, clientMayRetry(e), null);
         return reply.code(e.status).send(renderAltErrorEnvelope(e));
       });
-      alt.setNotFoundHandler((request, reply) =>
-        reply
+      alt.setNotFoundHandler((request, reply) => {
+        retrySignals(reply, false, null);
+        return reply
           .code(404)
           .send(
             renderAltErrorEnvelope(
               new ServiceError('not_found', `unknown route ${request.method} ${request.url.split('?')[0]}`),
             ),
-          ),
-      );
+          );
+      });
       alt.addHook('onRequest', async (request: FastifyRequest) => {
         if (request.is404) return;
         request.apiKey = authenticateApiKey(request, cache, { allowXApiKey: true });

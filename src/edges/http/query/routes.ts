@@ -94,9 +94,15 @@ const queryRoutes = (app: FastifyInstance, o: QueryRouteContext): void => {
     if (!row) throw new ServiceError('not_found', 'request not found');
     const { attempts, tool_summary, ...rest } = row;
     const visible = Object.fromEntries(Object.entries(rest).filter(([k]) => !/^(req|res)_body_/.test(k)));
+    const trail = JSON.parse(String(attempts ?? '[]')) as {
+      outcome: string;
+      upstream_request_id?: string | null;
+    }[];
     return {
       ...shapeRequest(visible),
-      attempts: JSON.parse(String(attempts ?? '[]')),
+      // The upstream's id of the answer the caller got, for a support ticket with the provider.
+      upstream_request_id: trail.find((t) => t.outcome === 'success')?.upstream_request_id ?? null,
+      attempts: trail,
       tool_summary: JSON.parse(String(tool_summary ?? '{}')),
       cost_lines: costLines,
       // Any caller in scope of the org may read its payloads; the URLs are themselves authenticated.
