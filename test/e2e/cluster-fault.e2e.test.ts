@@ -198,8 +198,8 @@ const load = async (o: {
 /** The request ids of the upstream calls since the fake's last reset, noted in `reachedUpstream`. */
 const noteUpstreamCalls = (): Set<string> => {
   const ids = new Set<string>();
-  for (const r of fake.requests) {
-    const id = r.headers['x-svc-request-id'];
+  for (const headers of fake.arrivals) {
+    const id = headers['x-svc-request-id'];
     if (typeof id === 'string') ids.add(id);
   }
   for (const id of ids) reachedUpstream.add(id);
@@ -264,10 +264,18 @@ const recorded = async (ids: readonly string[], timeoutMs: number) => {
 const expectExactlyOnce = async (listed: RequestRow[], charges: Awaited<ReturnType<typeof ledger>>) => {
   const known = new Set([...sent.flatMap((s) => (s.id ? [s.id] : [])), ...reachedUpstream]);
   const rowIds = listed.map((r) => r.request_id);
+  // A gateway killed after a request's upstream call was about to begin (its journal's begun line)
+  // and before any byte of it reached the upstream leaves a row the outside has no id of: recorded
+  // as interrupted and not charged, at most one for each request cut without a reply.
+  const unknown = listed.filter((r) => !known.has(r.request_id));
+  const cutWithoutReply = sent.filter((s) => s.process !== null && s.id === null).length;
   expect({
     repeatedRows: repeated(rowIds),
-    unknownRows: rowIds.filter((id) => !known.has(id)),
-  }).toEqual({ repeatedRows: [], unknownRows: [] });
+    unknownRows: unknown
+      .filter((r) => r.status !== 'interrupted' || r.billing_status !== 'failed')
+      .map((r) => r.request_id),
+    moreUnknownThanCut: Math.max(0, unknown.length - cutWithoutReply),
+  }).toEqual({ repeatedRows: [], unknownRows: [], moreUnknownThanCut: 0 });
 
   const chargeIds = charges.map((l) => l.id);
   const charged = new Set(chargeIds);

@@ -80,6 +80,11 @@ export interface FakeOpenAI {
   readonly baseUrl: string;
   /** Every request received so far, in arrival order (the array is live). */
   readonly requests: readonly RecordedRequest[];
+  /**
+   * The headers of every request as they arrived, before its body was read: a request cut mid-body
+   * (its client killed) is here and not in `requests` (the array is live).
+   */
+  readonly arrivals: readonly IncomingHttpHeaders[];
   /** Behaviours still waiting in the queue. */
   readonly queued: number;
   enqueue(...behaviours: Behaviour[]): void;
@@ -134,8 +139,10 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
   let fallback = initialDefault;
   const queue: Behaviour[] = [];
   const requests: RecordedRequest[] = [];
+  const arrivals: IncomingHttpHeaders[] = [];
 
   const server = createServer({ noDelay: true }, (req, res) => {
+    arrivals.push(req.headers);
     const closed = new AbortController();
     res.on('close', () => closed.abort());
     const handle = async () => {
@@ -182,6 +189,7 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
     url,
     baseUrl: `${url}/v1`,
     requests,
+    arrivals,
     get queued() {
       return queue.length;
     },
@@ -194,6 +202,7 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
     reset: () => {
       queue.length = 0;
       requests.length = 0;
+      arrivals.length = 0;
       fallback = initialDefault;
     },
     close: () =>
