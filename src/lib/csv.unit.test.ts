@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { csvCell, csvLine } from './csv.js';
+import { csvCell, csvDataLine, csvLine } from './csv.js';
 
 describe('csvCell (exports opened in a spreadsheet)', () => {
   it('neutralises every text a spreadsheet would run as a formula', () => {
@@ -20,5 +20,13 @@ describe('csvCell (exports opened in a spreadsheet)', () => {
     expect(csvCell('=a,b')).toBe(`"'=a,b"`);
     expect(csvCell(null)).toBe('');
     expect(csvLine(['x', null, 1])).toBe('x,,1\r\n');
+  });
+});
+
+describe('csvDataLine (files the service reads back)', () => {
+  it('quotes as RFC 4180 asks and keeps every value as it is, formula-like text included', () => {
+    expect(csvDataLine(['=x', '-1', 'a,b', 'say "hi"', null, true, 2])).toBe(
+      '=x,-1,"a,b","say ""hi""",,true,2\n',
+    );
   });
 });

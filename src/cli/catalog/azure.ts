@@ -1,5 +1,6 @@
 import { CATALOG_COLUMNS, type CatalogColumn } from '../../commands/registry/catalog.js';
 import { RATES_COLUMNS, type RatesColumn, UNBOUNDED } from '../../commands/registry/rates.js';
+import { csvDataLine } from '../../lib/csv.js';
 import { SseParser } from '../../lib/sse.js';
 import { type AzureHttp, excerpt, type HttpResult } from '../../providers/azure/client.js';
 import { type ListedDeployment, type ListingTarget, listDeployments } from '../../providers/azure/listing.js';
@@ -203,9 +204,6 @@ export const collectAzure = async (
   };
 };
 
-const csvCell = (value: string): string =>
-  /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
-const csvLine = (cells: readonly string[]) => `${cells.map(csvCell).join(',')}\n`;
 const bool = (value: boolean | null) => (value === null ? '' : String(value));
 
 /**
@@ -217,8 +215,8 @@ export const collectionCsv = (
   c: Collection,
   options: { baseUrl?: string; effectiveFrom: string; contextLength?: number | null },
 ): { catalog: string; rates: string } => {
-  let catalog = csvLine(CATALOG_COLUMNS);
-  let rates = csvLine(RATES_COLUMNS);
+  let catalog = csvDataLine(CATALOG_COLUMNS);
+  let rates = csvDataLine(RATES_COLUMNS);
   for (const r of c.rows) {
     const row: Record<CatalogColumn, string> = {
       model: r.model,
@@ -243,7 +241,7 @@ export const collectionCsv = (
       max_output_tokens: '',
       enabled: String(r.routable),
     };
-    catalog += csvLine(CATALOG_COLUMNS.map((k) => row[k]));
+    catalog += csvDataLine(CATALOG_COLUMNS.map((k) => row[k]));
     for (const meter of ['input_token', 'output_token']) {
       const rate: Record<RatesColumn, string> = {
         model: r.model,
@@ -258,7 +256,7 @@ export const collectionCsv = (
         effective_from: options.effectiveFrom,
         effective_to: '',
       };
-      rates += csvLine(RATES_COLUMNS.map((k) => rate[k]));
+      rates += csvDataLine(RATES_COLUMNS.map((k) => rate[k]));
     }
   }
   return { catalog, rates };

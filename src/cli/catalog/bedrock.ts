@@ -1,5 +1,6 @@
 import { CATALOG_COLUMNS } from '../../commands/registry/catalog.js';
 import { RATES_COLUMNS, UNBOUNDED } from '../../commands/registry/rates.js';
+import { csvDataLine } from '../../lib/csv.js';
 import { NO_BASE_URL } from '../../providers/endpoint.js';
 import type { Listing, ModelSummary } from './bedrock-listing.js';
 import { lookupPrices, type PriceEntry } from './bedrock-prices.js';
@@ -173,16 +174,8 @@ const priceModel = (c: Collection, model: string, m: ModelSummary, options: Coll
   });
 };
 
-/** RFC 4180: quoted only when a cell holds a comma, a quote or a line break. */
-const cell = (v: string | number | boolean | null): string => {
-  const s = v === null ? '' : String(v);
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-};
-
-const line = (cells: (string | number | boolean | null)[]): string => `${cells.map(cell).join(',')}\n`;
-
 export const collectionCsv = (c: Collection): { catalog: string; rates: string } => {
-  let catalog = line([...CATALOG_COLUMNS]);
+  let catalog = csvDataLine([...CATALOG_COLUMNS]);
   for (const r of c.rows) {
     const byColumn: Record<(typeof CATALOG_COLUMNS)[number], string | number | boolean | null> = {
       model: r.model,
@@ -207,15 +200,15 @@ export const collectionCsv = (c: Collection): { catalog: string; rates: string }
       max_output_tokens: r.max_output_tokens,
       enabled: r.enabled,
     };
-    catalog += line(CATALOG_COLUMNS.map((k) => byColumn[k]));
+    catalog += csvDataLine(CATALOG_COLUMNS.map((k) => byColumn[k]));
   }
-  let rates = line([...RATES_COLUMNS]);
+  let rates = csvDataLine([...RATES_COLUMNS]);
   for (const p of c.priced) {
     for (const [meter, price] of [
       ['input_token', p.input],
       ['output_token', p.output],
     ] as const)
-      rates += line([
+      rates += csvDataLine([
         p.model,
         'standard',
         meter,
