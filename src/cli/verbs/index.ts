@@ -32,6 +32,7 @@ export const COMMAND_MODULES: readonly {
   { names: ['registration', 'console'], load: async () => (await import('./auth.js')).registerAuthCommands },
   { names: ['traces'], load: async () => (await import('./traces.js')).registerTraceCommands },
   { names: ['audit'], load: async () => (await import('./audit.js')).registerAuditCommands },
+  { names: ['demo'], load: async () => (await import('./demo.js')).registerDemoCommands },
 ];
 
 /**

@@ -71,10 +71,13 @@ const banner = (s: Served): string => {
   ];
   if (s.roles.includes('gateway')) {
     lines.push(
+      `  try it:   node bin/svc.js demo${s.httpUrl === 'http://127.0.0.1:8080' ? '' : ` --url ${s.httpUrl}`}   (no provider account: a local echo upstream, a funded wallet, one request)`,
       '  gateway:  mint a key:   node bin/svc.js bootstrap --workspace Demo --org Demo --project Demo',
       '            add a model:  node bin/svc.js registry upsert --adapter openai --model gpt-4o-mini --provider-model-id gpt-4o-mini \\',
       '                            --input-price-per-token 0.00000015 --output-price-per-token 0.0000006',
       '            and a key:    node bin/svc.js keys platform set --provider openai --secret $OPENAI_API_KEY',
+      '            fund it:      node bin/svc.js wallet grant --workspace Demo --amount 5.00 --reason first --idempotency-key first',
+      '                          (platform keys serve wallet traffic; a project connection of its own needs no funding)',
       `            then call:    OpenAI SDK with baseURL ${s.httpUrl}/v1`,
     );
   }
