@@ -503,11 +503,15 @@ export const gatewayMetrics = async (httpUrl: string): Promise<GatewayMetrics> =
     return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
   };
   const mb = (name: string) => value(name) / 1024 / 1024;
-  const records = (state: string) => value(`svc_gateway_request_records{state="${state}"}`);
+  const records = (state: string) => value(`svc_gateway_request_records_total{state="${state}"}`);
   return {
     heapUsed: mb('nodejs_heap_size_used_bytes'),
     heapTotal: mb('nodejs_heap_size_total_bytes'),
     external: mb('nodejs_external_memory_bytes'),
-    records: { published: records('published'), spooled: records('spooled'), pending: records('pending') },
+    records: {
+      published: records('published'),
+      spooled: records('spooled'),
+      pending: value('svc_gateway_request_records_pending'),
+    },
   };
 };

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { Gauge } from 'prom-client';
 import { spendCaps } from '../commands/spend-cap/reads.js';
 import { PostgresEscrow } from '../commands/wallet/postgres-escrow.js';
 import { grpcPolicy } from '../edges/grpc/policy-client.js';
@@ -22,7 +22,6 @@ import { tenancySource } from '../gateway/tenancy.js';
 import { embedForTenant } from '../gateway/tenant-embeddings.js';
 import { describeError } from '../lib/errors.js';
 import { hopValue } from '../lib/hop.js';
-import { labelled } from '../lib/metrics.js';
 import { policySnapshotSource } from '../projections/policy/reads.js';
 import { anthropicAdapter } from '../providers/anthropic/adapter.js';
 import { azureAdapter, azureGovAdapter } from '../providers/azure/adapter.js';
@@ -39,6 +38,7 @@ import type { Embedder } from '../vector-stores/ports.js';
 import { VectorStores } from '../vector-stores/service.js';
 import { VectorStoreTables } from '../vector-stores/store.js';
 import { AttachWorker } from '../vector-stores/worker.js';
+import { gatewayMetrics, recordMetrics } from './gateway-metrics.js';
 import type { Role, RoleContext } from './role.js';
 
 /** Adapters by registry adapter id; adding a provider touches this map only (STYLE.md rule 7). */
@@ -119,38 +119,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
     ctx.databaseUrl,
     { onError: (err) => ctx.logger.error({ err }, 'tenancy snapshot refresh failed') },
   );
-  const attempts = new Counter({
-    name: 'svc_gateway_attempt_total',
-    help: 'Upstream attempts by provider lane and outcome',
-    labelNames: ['provider', 'outcome'] as const,
-    registers: [ctx.metrics],
-  });
-  const duration = new Histogram({
-    name: 'svc_gateway_request_duration_seconds',
-    help: 'Gateway request duration to the last byte',
-    labelNames: ['route', 'status', 'stream'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
-    registers: [ctx.metrics],
-  });
-  const ttfb = new Histogram({
-    name: 'svc_gateway_time_to_first_byte_seconds',
-    help: 'Gateway time to the first reply byte',
-    labelNames: ['route', 'stream'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [ctx.metrics],
-  });
-  // Loud before quarantine (SPEC 3): served replies that failed billing, by endpoint and reason; a
-  // card that leaves a reported meter unpriced shows here as missing_price on every such reply.
-  const billingFailed = new Counter({
-    name: 'svc_gateway_billing_failed_total',
-    help: 'Served requests whose reply could not be priced, by provider lane, model and reason',
-    labelNames: ['provider', 'model', 'reason'] as const,
-    registers: [ctx.metrics],
-  });
-  const billingFailedBy = new Map<string, ReturnType<typeof billingFailed.labels>>();
-  const attemptsBy = new Map<string, ReturnType<typeof attempts.labels>>();
-  const durationBy = new Map<string, ReturnType<typeof duration.labels>>();
-  const ttfbBy = new Map<string, ReturnType<typeof ttfb.labels>>();
+  const metrics = gatewayMetrics([ctx.metrics]);
   const c = ctx.config;
   const spend = spendSource(ctx);
   const policy = policySource(ctx);
@@ -207,7 +176,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       maxErrorMessageBytes: Math.min(SPEC_MESSAGE_CAP, c.SVC_GATEWAY_MAX_RESPONSE_BYTES ?? SPEC_MESSAGE_CAP),
     },
     rateLimiter: new RateLimiter(c.SVC_GATEWAY_RATE_LIMIT_RPM),
-    onAttempt: (provider, outcome) => labelled(attemptsBy, attempts, provider, outcome).inc(),
+    onAttempt: metrics.onAttempt,
     // SPEC 2.5: a request is journaled when its upstream call begins and before its reply ends, so a
     // process that dies leaves its requests recorded (events/envelopes/journal.ts).
     onBegun: (begun) => {
@@ -218,28 +187,19 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       }
     },
     onCompleted: (completed) => {
-      const pricing = completed.pricing;
-      if (pricing?.billing_status === 'failed') {
-        const { provider, modelServed } = completed;
-        labelled(
-          billingFailedBy,
-          billingFailed,
-          provider ?? '',
-          modelServed ?? '',
-          pricing.billing_reason,
-        ).inc();
-      }
       try {
         const { draft, bodies } = envelopeOf(completed);
         publisher?.record(draft, bodies);
       } catch (err) {
         ctx.logger.error({ err, request_id: completed.requestId }, 'request.completed not recorded');
       }
+      try {
+        metrics.onCompleted(completed);
+      } catch (err) {
+        ctx.logger.error({ err, request_id: completed.requestId }, 'request metrics not counted');
+      }
     },
-    observe: (route, status, stream, seconds, ttfbSeconds) => {
-      labelled(durationBy, duration, route, String(status), String(stream)).observe(seconds);
-      if (ttfbSeconds !== null) labelled(ttfbBy, ttfb, route, String(stream)).observe(ttfbSeconds);
-    },
+    observe: metrics.observe,
     bodyLimit: c.SVC_GATEWAY_MAX_REQUEST_BYTES,
     files,
     // One round trip per hold; never below zero under concurrency (SPEC 1.4, 8 "escrow hold").
@@ -325,17 +285,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
           { ...records.adopted },
           'adopted the request journal of a gateway that stopped without closing it',
         );
-      new Gauge({
-        name: 'svc_gateway_request_records',
-        help: 'request.completed envelopes by state since start (published, spooled, drained, rejected, pending)',
-        labelNames: ['state'] as const,
-        registers: [ctx.metrics],
-        collect() {
-          const s = records.stats();
-          for (const state of ['published', 'spooled', 'drained', 'rejected', 'pending'] as const)
-            this.set({ state }, s[state]);
-        },
-      });
+      recordMetrics(ctx.metrics, () => records.stats());
       await keys.start({ onError: (err) => ctx.logger.error({ err }, 'api key cache refresh failed') });
       await registry.start();
       await tenancy.start();

@@ -541,6 +541,17 @@ describe('selection and policy', () => {
     expect(text).toMatch(/svc_gateway_attempt_total\{provider="openai",outcome="success"\} \d+/);
     expect(text).toMatch(/svc_gateway_attempt_total\{provider="openai",outcome="UpstreamStatus"\} \d+/);
     expect(text).toContain('svc_gateway_time_to_first_byte_seconds_bucket');
+    // By provider lane and model, as the ecosystem's dashboards expect (issue: conventions, item 5).
+    expect(text).toMatch(/svc_gateway_tokens_total\{provider="openai",model="gpt-4o",type="input"\} [1-9]/);
+    expect(text).toMatch(/svc_gateway_cost_usd_total\{provider="openai",model="gpt-4o"\} [0-9.e-]+/);
+    expect(text).toMatch(
+      /svc_gateway_upstream_latency_seconds_count\{provider="openai",model="gpt-4o",outcome="success"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /svc_gateway_time_to_first_token_seconds_count\{provider="openai",model="gpt-4o"\} [1-9]/,
+    );
+    expect(text).toContain('# TYPE svc_gateway_request_records_total counter');
+    expect(text).toMatch(/svc_gateway_request_records_total\{state="published"\} [1-9]/);
   });
 });
 
