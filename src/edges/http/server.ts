@@ -5,6 +5,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
   LogController,
+  type RouteOptions,
 } from 'fastify';
 import type { Logger } from 'pino';
 import { Histogram, type Registry } from 'prom-client';
@@ -12,6 +13,7 @@ import { renderAltError, renderApiError, renderPrimaryError, ServiceError } from
 import type { HealthRegistry } from '../../lib/health.js';
 import { isCorrelationId, newId } from '../../lib/ids.js';
 import { labelled } from '../../lib/metrics.js';
+import { type DocumentedRoute, openApiDocument, type RouteDoc } from './openapi.js';
 
 /** A part of the process that serves HTTP routes (a role): its name, and its routes in their own scope. */
 export interface HttpMount {
@@ -114,6 +116,30 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     done(null, payload);
   });
 
+  // Every route of this process, as registered, for /openapi.json: the process's own (role
+  // `server`) and each role's (their scopes below name them).
+  const documented = new Map<string, DocumentedRoute>();
+  const note = (role: string | null, route: RouteOptions) => {
+    const doc = (route.config as { openapi?: RouteDoc } | undefined)?.openapi;
+    for (const method of [route.method].flat()) {
+      const key = `${method} ${route.url}`;
+      const known = documented.get(key);
+      if (known && role === null) continue;
+      documented.set(key, {
+        role: role ?? known?.role ?? 'server',
+        method,
+        url: route.url,
+        ...(doc ? { doc } : {}),
+      });
+    }
+  };
+  app.addHook('onRoute', (route) => note(null, route));
+  let openapi: string | null = null;
+  app.get('/openapi.json', async (_request, reply) => {
+    openapi ??= JSON.stringify(openApiDocument([...documented.values()]));
+    return reply.type('application/json').send(openapi);
+  });
+
   // Kubernetes' habit (issue 28). Liveness: the process answers. Readiness: it takes requests,
   // which it does from the moment it listens (only after every role's caches and snapshots are
   // loaded, Role.prepare) until its drain begins (then it stops listening, and a request read
@@ -163,10 +189,11 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     if (!http) continue;
     await app.register(async (scope) => {
       const told = options.onRoute;
-      if (told)
-        scope.addHook('onRoute', (route) => {
+      scope.addHook('onRoute', (route) => {
+        note(role.name, route);
+        if (told)
           for (const method of [route.method].flat()) told({ role: role.name, method, url: route.url });
-        });
+      });
       await http(scope);
     });
   }

@@ -4,6 +4,7 @@ import type { DeveloperTokens } from '../../../commands/auth/developer-tokens.js
 import { ServiceError } from '../../../lib/errors.js';
 import type { SessionPrincipal } from '../../../projections/control-plane/reads.js';
 import { parseBody } from '../body.js';
+import { routeDoc } from '../openapi.js';
 
 const createBody = z.strictObject({
   org_id: z.string().min(1),
@@ -20,7 +21,7 @@ export const registerDeveloperTokenRoutes = (
   tokens: DeveloperTokens,
   sessionOf: (request: FastifyRequest) => SessionPrincipal,
 ): void => {
-  app.post('/api/auth/developer-tokens', async (request, reply) => {
+  app.post('/api/auth/developer-tokens', routeDoc({ body: createBody }), async (request, reply) => {
     const user = sessionOf(request);
     const body = parseBody(createBody, request.body);
     return reply.code(201).send(await tokens.create(user, body));

@@ -4,6 +4,7 @@ import { safeEqual } from '../../../lib/crypto.js';
 import { ServiceError } from '../../../lib/errors.js';
 import { parseBody } from '../body.js';
 import { parseCookies, serializeCookie } from '../cookies.js';
+import { routeDoc } from '../openapi.js';
 import { crossSite, SESSION_COOKIE } from '../session-credential.js';
 import type { AuthHttpDeps } from './deps.js';
 import { safeReturnPath } from './return-to.js';
@@ -95,7 +96,7 @@ export const registerSignInRoutes = (app: FastifyInstance, deps: AuthHttpDeps): 
   const { signIn } = deps;
 
   // JSON API: the caller keeps the state and brings the provider's answer back.
-  app.post('/api/auth/oidc/:provider/start', async (request) => {
+  app.post('/api/auth/oidc/:provider/start', routeDoc({ body: startBody, public: true }), async (request) => {
     const { provider } = request.params as Params;
     const body = parseBody(startBody, request.body);
     return signIn.start(provider, 'api', {
@@ -105,16 +106,24 @@ export const registerSignInRoutes = (app: FastifyInstance, deps: AuthHttpDeps): 
     });
   });
 
-  app.post('/api/auth/oidc/:provider/callback', async (request) => {
-    const { provider } = request.params as Params;
-    const body = parseBody(callbackBody, request.body);
-    const params =
-      'callback_url' in body
-        ? new URL(body.callback_url).searchParams
-        : new URLSearchParams({ code: body.code, state: body.state, ...(body.iss ? { iss: body.iss } : {}) });
-    const session = await signIn.complete(provider, 'api', params);
-    return { ...session, return_to: safeReturnPath(session.return_to) };
-  });
+  app.post(
+    '/api/auth/oidc/:provider/callback',
+    routeDoc({ body: callbackBody, public: true }),
+    async (request) => {
+      const { provider } = request.params as Params;
+      const body = parseBody(callbackBody, request.body);
+      const params =
+        'callback_url' in body
+          ? new URL(body.callback_url).searchParams
+          : new URLSearchParams({
+              code: body.code,
+              state: body.state,
+              ...(body.iss ? { iss: body.iss } : {}),
+            });
+      const session = await signIn.complete(provider, 'api', params);
+      return { ...session, return_to: safeReturnPath(session.return_to) };
+    },
+  );
 
   // Console: browser redirects, the state bound in a cookie scoped to the callback path.
   app.get('/api/session/oidc/:provider/start', (request, reply) =>
@@ -146,7 +155,7 @@ export const registerSignInRoutes = (app: FastifyInstance, deps: AuthHttpDeps): 
     reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
     return reply.redirect(`${SIGN_IN_PAGE}?${new URLSearchParams({ link: token })}`, 303);
   });
-  app.post('/api/session/link', async (request, reply) => {
+  app.post('/api/session/link', routeDoc({ body: linkBody, public: true }), async (request, reply) => {
     // A JSON body cannot be posted from another site without a CORS preflight, which fails here;
     // a browser that says the request is cross-site is refused outright (no login CSRF).
     if (crossSite(request))

@@ -4,6 +4,7 @@ import type { ControlPlaneCommands } from '../../../commands/control-plane/comma
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { parseBody } from '../body.js';
+import { routeDoc } from '../openapi.js';
 import { actorOf, type Principal, requireWorkspace } from './auth.js';
 
 const createBody = z.strictObject({ workspace_id: z.string(), name: z.string() });
@@ -28,7 +29,7 @@ export const registerAuditTokenRoutes = (
     return workspaceId;
   };
 
-  app.post('/api/audit-tokens', async (request, reply) => {
+  app.post('/api/audit-tokens', routeDoc({ body: createBody }), async (request, reply) => {
     const p = who(request);
     const body = parseBody(createBody, request.body);
     const workspaceId = await managedWorkspace(p, body.workspace_id);

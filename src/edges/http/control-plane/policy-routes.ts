@@ -8,9 +8,11 @@ import {
   POLICY_SCHEMA_VERSION,
   type PolicyLayer,
   type PolicyScope,
+  policyDocumentSchema,
 } from '../../../policy/document.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { parseBody } from '../body.js';
+import { routeDoc } from '../openapi.js';
 import { actorOf, type Principal, requireAdmin, requireWorkspace, visibleWorkspaces } from './auth.js';
 
 /** What every answer repeats, so a console or a script knows how policies combine and apply. */
@@ -140,7 +142,7 @@ export const registerPolicyRoutes = (
       const history = await cp.policyHistory(target);
       return { data: only ? history.filter((h) => h.layer === only) : history };
     });
-    app.put(path, async (request, reply) => {
+    app.put(path, routeDoc({ body: policyDocumentSchema }), async (request, reply) => {
       const { p, target } = await targetOf(request, 'manager');
       const expected = await expectedOf(request, target);
       await cp.setPolicy(actorOf(p), target, parseBody(anyJson, request.body), expected);

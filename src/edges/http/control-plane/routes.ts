@@ -7,6 +7,7 @@ import { azureHttp } from '../../../providers/azure/client.js';
 import { discoverDeployments } from '../../../providers/azure/discover.js';
 import { authenticatedApiFamily } from '../api-family.js';
 import { parseBody } from '../body.js';
+import { routeDoc } from '../openapi.js';
 import { registerAuditTokenRoutes } from './audit-token-routes.js';
 import {
   type AdminCredentials,
@@ -26,6 +27,33 @@ const DIMENSION_GUIDANCE =
 const name = z.string();
 const strict = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape);
 const enabledBody = strict({ enabled: z.boolean() });
+const workspaceBody = strict({ name });
+const memberBody = strict({ email: z.string(), role: z.enum(['manager', 'member']) });
+const orgBody = strict({ workspace_id: z.string(), name });
+const orgPatchBody = strict({ provider_disallow_list: z.array(z.string().min(1)) });
+const projectBody = strict({ org_id: z.string(), name });
+const keyBody = strict({ project_id: z.string(), name });
+const dimensionBody = strict({ key: z.string(), description: z.string().optional() });
+const dimensionValueBody = strict({ definition_id: z.string(), value: z.string() });
+const discoverBody = strict({ apply: z.boolean().optional() });
+const connectionBody = strict({
+  org_id: z.string(),
+  project_id: z.string(),
+  provider: z.string(),
+  // The registry lane the connection serves; absent or null: every lane of the provider.
+  lane: z.string().nullable().optional(),
+  name,
+  secret: z.string(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  base_url: z.string().nullable().optional(),
+});
+const platformKeyBody = strict({
+  // A lane's own key (SPEC 4.7); absent or null: the provider's key, for lanes without one.
+  lane: z.string().nullable().optional(),
+  secret: z.string(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  base_url: z.string().nullable().optional(),
+});
 
 type Params = Record<string, string>;
 
@@ -68,10 +96,10 @@ const controlPlaneRoutes = (
   const query = (request: FastifyRequest) => request.query as Record<string, string | undefined>;
 
   // Workspaces and members.
-  app.post('/api/workspaces', async (request, reply) => {
+  app.post('/api/workspaces', routeDoc({ body: workspaceBody }), async (request, reply) => {
     const p = who(request);
     requireAdmin(p);
-    const body = parseBody(strict({ name }), request.body);
+    const body = parseBody(workspaceBody, request.body);
     const r = await cp.createWorkspace(actorOf(p), body.name);
     return reply.code(201).send({ workspace_id: r.workspace_id, name: body.name.trim() });
   });
@@ -92,20 +120,27 @@ const controlPlaneRoutes = (
     requireWorkspace(p, ws.workspace_id, 'member');
     return { data: await reads.members(ws.workspace_id) };
   });
-  app.post('/api/workspaces/:workspace_id/members', async (request, reply) => {
-    const p = who(request);
-    const ws = await reads.workspace(params(request).workspace_id!);
-    if (!ws) throw new ServiceError('not_found', 'workspace not found');
-    requireWorkspace(p, ws.workspace_id, 'manager');
-    const body = parseBody(strict({ email: z.string(), role: z.enum(['manager', 'member']) }), request.body);
-    const user = await cp.addUser(actorOf(p), body.email, { workspaceId: ws.workspace_id, role: body.role });
-    return reply.code(201).send({ ...user, workspace_id: ws.workspace_id, role: body.role });
-  });
+  app.post(
+    '/api/workspaces/:workspace_id/members',
+    routeDoc({ body: memberBody }),
+    async (request, reply) => {
+      const p = who(request);
+      const ws = await reads.workspace(params(request).workspace_id!);
+      if (!ws) throw new ServiceError('not_found', 'workspace not found');
+      requireWorkspace(p, ws.workspace_id, 'manager');
+      const body = parseBody(memberBody, request.body);
+      const user = await cp.addUser(actorOf(p), body.email, {
+        workspaceId: ws.workspace_id,
+        role: body.role,
+      });
+      return reply.code(201).send({ ...user, workspace_id: ws.workspace_id, role: body.role });
+    },
+  );
 
   // Organizations.
-  app.post('/api/orgs', async (request, reply) => {
+  app.post('/api/orgs', routeDoc({ body: orgBody }), async (request, reply) => {
     const p = who(request);
-    const body = parseBody(strict({ workspace_id: z.string(), name }), request.body);
+    const body = parseBody(orgBody, request.body);
     if (!(await reads.workspace(body.workspace_id)))
       throw new ServiceError('not_found', 'workspace not found', { param: 'workspace_id' });
     requireWorkspace(p, body.workspace_id, 'manager');
@@ -122,13 +157,13 @@ const controlPlaneRoutes = (
     return { p, org };
   };
   app.get('/api/orgs/:org_id', async (request) => (await orgFor(request, 'member')).org);
-  app.patch('/api/orgs/:org_id', async (request) => {
+  app.patch('/api/orgs/:org_id', routeDoc({ body: orgPatchBody }), async (request) => {
     const { p, org } = await orgFor(request, 'manager');
-    const body = parseBody(strict({ provider_disallow_list: z.array(z.string().min(1)) }), request.body);
+    const body = parseBody(orgPatchBody, request.body);
     await cp.setProviderDisallowList(actorOf(p), org.org_id, body.provider_disallow_list);
     return reads.organization(org.org_id);
   });
-  app.patch('/api/orgs/:org_id/tracing', async (request) => {
+  app.patch('/api/orgs/:org_id/tracing', routeDoc({ body: enabledBody }), async (request) => {
     const { p, org } = await orgFor(request, 'manager');
     const body = parseBody(enabledBody, request.body);
     await cp.setOrganizationTracing(actorOf(p), org.org_id, body.enabled);
@@ -136,9 +171,9 @@ const controlPlaneRoutes = (
   });
 
   // Projects.
-  app.post('/api/projects', async (request, reply) => {
+  app.post('/api/projects', routeDoc({ body: projectBody }), async (request, reply) => {
     const p = who(request);
-    const body = parseBody(strict({ org_id: z.string(), name }), request.body);
+    const body = parseBody(projectBody, request.body);
     const org = await reads.requireOrganization(body.org_id, 'org_id');
     requireWorkspace(p, org.workspace_id, 'manager');
     const r = await cp.createProject(actorOf(p), org.org_id, body.name);
@@ -161,7 +196,7 @@ const controlPlaneRoutes = (
     return { p, project };
   };
   app.get('/api/projects/:project_id', async (request) => (await projectFor(request, 'member')).project);
-  app.patch('/api/projects/:project_id/tracing', async (request) => {
+  app.patch('/api/projects/:project_id/tracing', routeDoc({ body: enabledBody }), async (request) => {
     const { p, project } = await projectFor(request, 'manager');
     const body = parseBody(enabledBody, request.body);
     await cp.setProjectTracing(actorOf(p), project.project_id, body.enabled);
@@ -169,8 +204,8 @@ const controlPlaneRoutes = (
   });
 
   // Service API keys.
-  app.post('/api/api-keys', async (request, reply) => {
-    const body = parseBody(strict({ project_id: z.string(), name }), request.body);
+  app.post('/api/api-keys', routeDoc({ body: keyBody }), async (request, reply) => {
+    const body = parseBody(keyBody, request.body);
     const { p } = await projectFor(request, 'manager', body.project_id);
     return reply.code(201).send(await cp.createApiKey(actorOf(p), body.project_id, body.name));
   });
@@ -192,7 +227,7 @@ const controlPlaneRoutes = (
     await cp.revokeApiKey(actorOf(p), key.api_key_id);
     return reads.apiKey(key.api_key_id);
   });
-  app.patch('/api/api-keys/:api_key_id/tracing', async (request) => {
+  app.patch('/api/api-keys/:api_key_id/tracing', routeDoc({ body: enabledBody }), async (request) => {
     const { p, key } = await keyFor(request, 'manager');
     const body = parseBody(enabledBody, request.body);
     await cp.setApiKeyTracing(actorOf(p), key.api_key_id, body.enabled);
@@ -214,12 +249,16 @@ const controlPlaneRoutes = (
       guidance: DIMENSION_GUIDANCE,
     };
   });
-  app.post('/api/workspaces/:workspace_id/reporting-dimensions', async (request, reply) => {
-    const { p, ws } = await workspaceFor(request, 'manager');
-    const body = parseBody(strict({ key: z.string(), description: z.string().optional() }), request.body);
-    const created = await cp.defineDimension(actorOf(p), ws.workspace_id, body.key, body.description);
-    return reply.code(201).send({ ...created, guidance: DIMENSION_GUIDANCE });
-  });
+  app.post(
+    '/api/workspaces/:workspace_id/reporting-dimensions',
+    routeDoc({ body: dimensionBody }),
+    async (request, reply) => {
+      const { p, ws } = await workspaceFor(request, 'manager');
+      const body = parseBody(dimensionBody, request.body);
+      const created = await cp.defineDimension(actorOf(p), ws.workspace_id, body.key, body.description);
+      return reply.code(201).send({ ...created, guidance: DIMENSION_GUIDANCE });
+    },
+  );
   app.delete('/api/workspaces/:workspace_id/reporting-dimensions/:definition_id', async (request) => {
     const { p, ws } = await workspaceFor(request, 'manager');
     const def = await reads.dimension(params(request).definition_id!);
@@ -238,15 +277,19 @@ const controlPlaneRoutes = (
       guidance: DIMENSION_GUIDANCE,
     };
   });
-  app.put('/api/api-keys/:api_key_id/reporting-dimensions', async (request) => {
-    const { p, key } = await keyFor(request, 'manager');
-    const body = parseBody(strict({ definition_id: z.string(), value: z.string() }), request.body);
-    await cp.assignDimension(actorOf(p), key.api_key_id, body.definition_id, body.value);
-    return {
-      data: await reads.dimensionAssignments(key.api_key_id, new Date().toISOString()),
-      guidance: DIMENSION_GUIDANCE,
-    };
-  });
+  app.put(
+    '/api/api-keys/:api_key_id/reporting-dimensions',
+    routeDoc({ body: dimensionValueBody }),
+    async (request) => {
+      const { p, key } = await keyFor(request, 'manager');
+      const body = parseBody(dimensionValueBody, request.body);
+      await cp.assignDimension(actorOf(p), key.api_key_id, body.definition_id, body.value);
+      return {
+        data: await reads.dimensionAssignments(key.api_key_id, new Date().toISOString()),
+        guidance: DIMENSION_GUIDANCE,
+      };
+    },
+  );
   app.delete('/api/api-keys/:api_key_id/reporting-dimensions/:definition_id', async (request) => {
     const { p, key } = await keyFor(request, 'manager');
     await cp.endDimensionAssignment(
@@ -259,8 +302,8 @@ const controlPlaneRoutes = (
   });
 
   // Trace-ingest keys.
-  app.post('/api/trace-ingest-keys', async (request, reply) => {
-    const body = parseBody(strict({ project_id: z.string(), name }), request.body);
+  app.post('/api/trace-ingest-keys', routeDoc({ body: keyBody }), async (request, reply) => {
+    const body = parseBody(keyBody, request.body);
     const { p } = await projectFor(request, 'manager', body.project_id);
     return reply.code(201).send(await cp.createTraceIngestKey(actorOf(p), body.project_id, body.name));
   });
@@ -283,12 +326,16 @@ const controlPlaneRoutes = (
     const { p, key } = await traceKeyFor(request);
     return cp.rotateTraceIngestKey(actorOf(p), key.id);
   });
-  app.patch('/api/trace-ingest-keys/:trace_ingest_key_id/tracing', async (request) => {
-    const { p, key } = await traceKeyFor(request);
-    const body = parseBody(enabledBody, request.body);
-    await cp.setTraceIngestKeyTracing(actorOf(p), key.id, body.enabled);
-    return { trace_ingest_key_id: key.id, tracing: body.enabled };
-  });
+  app.patch(
+    '/api/trace-ingest-keys/:trace_ingest_key_id/tracing',
+    routeDoc({ body: enabledBody }),
+    async (request) => {
+      const { p, key } = await traceKeyFor(request);
+      const body = parseBody(enabledBody, request.body);
+      await cp.setTraceIngestKeyTracing(actorOf(p), key.id, body.enabled);
+      return { trace_ingest_key_id: key.id, tracing: body.enabled };
+    },
+  );
   app.delete('/api/trace-ingest-keys/:trace_ingest_key_id', async (request) => {
     const { p, key } = await traceKeyFor(request);
     await cp.revokeTraceIngestKey(actorOf(p), key.id);
@@ -296,21 +343,8 @@ const controlPlaneRoutes = (
   });
 
   // Provider connections (tenant BYOK) and platform keys.
-  app.post('/api/provider-keys', async (request, reply) => {
-    const body = parseBody(
-      strict({
-        org_id: z.string(),
-        project_id: z.string(),
-        provider: z.string(),
-        // The registry lane the connection serves; absent or null: every lane of the provider.
-        lane: z.string().nullable().optional(),
-        name,
-        secret: z.string(),
-        metadata: z.record(z.string(), z.unknown()).optional(),
-        base_url: z.string().nullable().optional(),
-      }),
-      request.body,
-    );
+  app.post('/api/provider-keys', routeDoc({ body: connectionBody }), async (request, reply) => {
+    const body = parseBody(connectionBody, request.body);
     const { p, project } = await projectFor(request, 'manager', body.project_id);
     if (project.org_id !== body.org_id)
       throw new ServiceError('bad_request', 'project_id does not belong to org_id', { param: 'project_id' });
@@ -349,9 +383,9 @@ const controlPlaneRoutes = (
     return reply.code(204).send();
   });
   // SPEC 4.6 deployment discovery: report-only unless apply is true.
-  app.post('/api/provider-keys/:id/discover', async (request) => {
+  app.post('/api/provider-keys/:id/discover', routeDoc({ body: discoverBody }), async (request) => {
     const { p, conn } = await connectionFor(request, 'manager');
-    const body = parseBody(strict({ apply: z.boolean().optional() }), request.body);
+    const body = parseBody(discoverBody, request.body);
     return discoverDeployments(
       cp,
       actorOf(p),
@@ -359,19 +393,10 @@ const controlPlaneRoutes = (
       { apply: body.apply === true, http: azureHttp() },
     );
   });
-  app.put('/api/platform-keys/:provider', async (request) => {
+  app.put('/api/platform-keys/:provider', routeDoc({ body: platformKeyBody }), async (request) => {
     const p = who(request);
     requireAdmin(p);
-    const body = parseBody(
-      strict({
-        // A lane's own key (SPEC 4.7); absent or null: the provider's key, for lanes without one.
-        lane: z.string().nullable().optional(),
-        secret: z.string(),
-        metadata: z.record(z.string(), z.unknown()).optional(),
-        base_url: z.string().nullable().optional(),
-      }),
-      request.body,
-    );
+    const body = parseBody(platformKeyBody, request.body);
     return cp.setPlatformKey(actorOf(p), {
       provider: params(request).provider,
       secret: body.secret,

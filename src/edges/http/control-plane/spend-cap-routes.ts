@@ -6,6 +6,7 @@ import type { SpendCapLevel } from '../../../commands/spend-cap/events.js';
 import { ServiceError } from '../../../lib/errors.js';
 import type { ControlPlaneReads } from '../../../projections/control-plane/reads.js';
 import { parseBody } from '../body.js';
+import { routeDoc } from '../openapi.js';
 import { actorOf, type Principal, requireWorkspace, visibleWorkspaces } from './auth.js';
 
 /** What every answer repeats, so a console or script knows how the cap is enforced. */
@@ -53,7 +54,7 @@ export const registerSpendCapRoutes = (
       if (!cap) throw new ServiceError('not_found', `no spend cap is set on this ${level}`);
       return { ...cap, guidance: CAP_GUIDANCE };
     });
-    app.put(path, async (request) => {
+    app.put(path, routeDoc({ body: capBody }), async (request) => {
       const { p, id } = await targetOf(request, 'manager');
       const body = parseBody(capBody, request.body);
       await cp.setSpendCap(actorOf(p), { level, id }, { monthlyUsd: body.monthly_usd });

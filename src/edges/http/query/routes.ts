@@ -17,6 +17,7 @@ import { overview, usage } from '../../../query/usage.js';
 import { parsePage, parseWindow } from '../../../query/window.js';
 import { authenticatedApiFamily } from '../api-family.js';
 import { parseBody } from '../body.js';
+import { routeDoc } from '../openapi.js';
 import { authorizationOf } from '../session-credential.js';
 import {
   authorOf,
@@ -110,7 +111,7 @@ const queryRoutes = (app: FastifyInstance, o: QueryRouteContext): void => {
     };
   });
 
-  app.post('/api/requests/:request_id/feedback', async (request, reply) => {
+  app.post('/api/requests/:request_id/feedback', routeDoc({ body: feedbackBody }), async (request, reply) => {
     const s = await scopeOf(o, request);
     const feedback = parseBody(feedbackBody, request.body);
     const requestId = paramOf(request, 'request_id');

@@ -16,6 +16,7 @@ import {
   requireAdmin,
   requireWorkspace,
 } from '../control-plane/auth.js';
+import { routeDoc } from '../openapi.js';
 import { ledgerCsv } from './csv.js';
 
 /** Money travels as a decimal string (STYLE.md rule 9); the decider checks sign and form. */
@@ -93,14 +94,18 @@ export const registerWalletRoutes = async (
     publicApiFamily(scope, { bodyLimit: WEBHOOK_BODY_LIMIT });
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-    scope.post('/api/payments/webhooks/:provider', async (request) => {
-      const provider = (request.params as { provider: string }).provider;
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      const signature = request.headers['stripe-signature'];
-      if (Array.isArray(signature))
-        throw new ServiceError('bad_request', 'one stripe-signature header expected');
-      return receivePaymentWebhook(deps.commands, provider, raw, signature);
-    });
+    scope.post(
+      '/api/payments/webhooks/:provider',
+      routeDoc({ public: true, summary: 'A payment provider webhook (its own signature authenticates it)' }),
+      async (request) => {
+        const provider = (request.params as { provider: string }).provider;
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const signature = request.headers['stripe-signature'];
+        if (Array.isArray(signature))
+          throw new ServiceError('bad_request', 'one stripe-signature header expected');
+        return receivePaymentWebhook(deps.commands, provider, raw, signature);
+      },
+    );
   });
 };
 
@@ -144,36 +149,48 @@ const walletRoutes = (
     };
   });
 
-  app.post('/api/workspaces/:workspace_id/wallet/grants', async (request, reply) => {
-    const { p, workspaceId } = callerFor(request, 'admin');
-    const body = parseBody(grantBody, request.body);
-    const r = await wallet.grant(actorOf(p), workspaceId, {
-      amountUsd: body.amount_usd,
-      reason: body.reason,
-      idempotencyKey: body.idempotency_key,
-      via: 'http',
-    });
-    return reply.code(r.created ? 201 : 200).send({ ...r.transaction, replayed: !r.created });
-  });
+  app.post(
+    '/api/workspaces/:workspace_id/wallet/grants',
+    routeDoc({ body: grantBody }),
+    async (request, reply) => {
+      const { p, workspaceId } = callerFor(request, 'admin');
+      const body = parseBody(grantBody, request.body);
+      const r = await wallet.grant(actorOf(p), workspaceId, {
+        amountUsd: body.amount_usd,
+        reason: body.reason,
+        idempotencyKey: body.idempotency_key,
+        via: 'http',
+      });
+      return reply.code(r.created ? 201 : 200).send({ ...r.transaction, replayed: !r.created });
+    },
+  );
 
-  app.post('/api/workspaces/:workspace_id/wallet/topups', async (request, reply) => {
-    const { p, workspaceId } = callerFor(request, 'manager');
-    wallet.requirePayments();
-    const body = parseBody(topUpBody, request.body);
-    return reply.code(201).send(await wallet.createTopUp(actorOf(p), workspaceId, body.amount_usd));
-  });
+  app.post(
+    '/api/workspaces/:workspace_id/wallet/topups',
+    routeDoc({ body: topUpBody }),
+    async (request, reply) => {
+      const { p, workspaceId } = callerFor(request, 'manager');
+      wallet.requirePayments();
+      const body = parseBody(topUpBody, request.body);
+      return reply.code(201).send(await wallet.createTopUp(actorOf(p), workspaceId, body.amount_usd));
+    },
+  );
 
-  app.post('/api/workspaces/:workspace_id/wallet/refunds', async (request, reply) => {
-    const { p, workspaceId } = callerFor(request, 'manager');
-    wallet.requirePayments();
-    const body = parseBody(refundBody, request.body);
-    const r = await wallet.refund(actorOf(p), workspaceId, {
-      paymentIntentId: body.payment_intent_id,
-      amountUsd: body.amount_usd,
-      refundId: body.refund_id,
-    });
-    return reply.code(r.created ? 201 : 200).send({ ...r.transaction, replayed: !r.created });
-  });
+  app.post(
+    '/api/workspaces/:workspace_id/wallet/refunds',
+    routeDoc({ body: refundBody }),
+    async (request, reply) => {
+      const { p, workspaceId } = callerFor(request, 'manager');
+      wallet.requirePayments();
+      const body = parseBody(refundBody, request.body);
+      const r = await wallet.refund(actorOf(p), workspaceId, {
+        paymentIntentId: body.payment_intent_id,
+        amountUsd: body.amount_usd,
+        refundId: body.refund_id,
+      });
+      return reply.code(r.created ? 201 : 200).send({ ...r.transaction, replayed: !r.created });
+    },
+  );
 
   app.get('/api/workspaces/:workspace_id/wallet/transactions/export.csv', async (request, reply) => {
     const { workspaceId } = await workspaceFor(request, 'member');
@@ -233,15 +250,19 @@ const walletRoutes = (
       acted_on: false,
     };
   });
-  app.put('/api/workspaces/:workspace_id/wallet/auto-refill', async (request) => {
-    const { p, workspaceId } = callerFor(request, 'manager');
-    const body = parseBody(autoRefillBody, request.body);
-    const settings = await wallet.setAutoRefill(actorOf(p), workspaceId, {
-      enabled: body.enabled,
-      triggerUsd: body.trigger_usd,
-      amountUsd: body.amount_usd,
-    });
-    // SPEC 8: stored, never acted on; the answer says so rather than implying a charge will happen.
-    return { workspace_id: workspaceId, settings, acted_on: false };
-  });
+  app.put(
+    '/api/workspaces/:workspace_id/wallet/auto-refill',
+    routeDoc({ body: autoRefillBody }),
+    async (request) => {
+      const { p, workspaceId } = callerFor(request, 'manager');
+      const body = parseBody(autoRefillBody, request.body);
+      const settings = await wallet.setAutoRefill(actorOf(p), workspaceId, {
+        enabled: body.enabled,
+        triggerUsd: body.trigger_usd,
+        amountUsd: body.amount_usd,
+      });
+      // SPEC 8: stored, never acted on; the answer says so rather than implying a charge will happen.
+      return { workspace_id: workspaceId, settings, acted_on: false };
+    },
+  );
 };
