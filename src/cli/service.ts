@@ -16,6 +16,7 @@ import type { ObjectStore } from '../objects/port.js';
 import { addOwnListener, configureUpstreams } from '../providers/destinations.js';
 import { ROLE_FACTORIES } from '../roles/index.js';
 import { ROLE_NAMES, type Role, type RoleName } from '../roles/role.js';
+import { startTelemetry } from '../roles/telemetry.js';
 import { backgroundElsewhere, type DataProcess, splitRoles, startDataProcess } from './data-process.js';
 import { CliError } from './output.js';
 import { type Database, dataDirOf, loadSecrets, openDatabase, ownHttpUrl, type Secrets } from './runtime.js';
@@ -70,6 +71,15 @@ export const parseRoles = (value: string | undefined): RoleName[] => {
  * its next step and closes what it opened, the embedded PostgreSQL included, then rejects with the
  * signal's reason. Every failure after the database opened unwinds the same way.
  */
+/** The database name of a PostgreSQL URL, for `db.namespace`. */
+const databaseName = (url: string): string => {
+  try {
+    return decodeURIComponent(new URL(url).pathname.slice(1)) || 'postgres';
+  } catch {
+    return 'postgres';
+  }
+};
+
 export const startService = async (
   config: Config,
   options: {
@@ -132,6 +142,8 @@ export const startService = async (
   // A split role (data-process.ts SPLIT_ROLES) is named on both sides.
   const childOnly = split.child.filter((r) => !split.here.includes(r));
   const allRoles = [...split.here, ...childOnly];
+  const telemetry = await startTelemetry(process.env, { roles: split.here, logger });
+  telemetry?.tracePool(database.pool, databaseName(database.url));
 
   // Everything that holds a PostgreSQL connection closes before the database does: the embedded
   // server is stopped last, so no session of ours sees it go.
@@ -155,6 +167,7 @@ export const startService = async (
     await analytics?.close().catch(() => {});
     await eventStore.close();
     await database.close();
+    await telemetry?.shutdown().catch((err: unknown) => logger.warn({ err }, 'telemetry shutdown failed'));
   };
 
   try {
@@ -208,7 +221,8 @@ export const startService = async (
       roles: allRoles,
       backgroundElsewhere: backgroundElsewhere(split),
       apiKeys,
-      bus: openedBus,
+      bus: telemetry ? telemetry.traceBus(openedBus) : openedBus,
+      telemetry,
       analytics,
       objects,
       config,
@@ -248,6 +262,7 @@ export const startService = async (
         health,
         roles: mounts,
         onRoute: (route) => routes.push(route),
+        ...(telemetry ? { instrument: (server: FastifyInstance) => telemetry.instrumentHttp(server) } : {}),
         ...(child ? { moreMetrics: () => child.metrics() } : {}),
         ...(options.ownMetrics ? { ownMetrics: () => options.ownMetrics!(metrics) } : {}),
       });

@@ -195,6 +195,7 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       }
       try {
         metrics.onCompleted(completed);
+        ctx.telemetry?.onCompleted(completed);
       } catch (err) {
         ctx.logger.error({ err, request_id: completed.requestId }, 'request metrics not counted');
       }

@@ -10,6 +10,7 @@ import type { Pool } from '../events/postgres/pool.js';
 import type { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
 import type { HealthRegistry } from '../lib/health.js';
 import type { ObjectStore } from '../objects/port.js';
+import type { Telemetry } from './telemetry.js';
 
 /** Every role `svc serve --roles` knows (ARCHITECTURE.md "One codebase, one CLI, several roles"). */
 export const ROLE_NAMES = [
@@ -62,6 +63,8 @@ export interface RoleContext {
   backgroundElsewhere: ReadonlySet<RoleName>;
   /** One per process, shared by the roles that verify API keys; `start()` is idempotent. */
   apiKeys: ApiKeyCache;
+  /** OpenTelemetry export, when the OTEL_EXPORTER_OTLP_* variables ask for it (telemetry.ts). */
+  telemetry?: Telemetry | null;
 }
 
 export interface Role {

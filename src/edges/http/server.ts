@@ -34,6 +34,8 @@ export interface HttpServerOptions {
   ownMetrics?: () => Promise<string>;
   /** Told of every route a role registers (its name, each method, the URL pattern). */
   onRoute?: (route: ServedRoute) => void;
+  /** Adds hooks to every route before any is registered (OpenTelemetry's server spans). */
+  instrument?: (app: FastifyInstance) => void;
 }
 
 /** One route of a role, as fastify registered it. */
@@ -83,6 +85,7 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
   });
 
   acceptEmptyJsonBodies(app);
+  options.instrument?.(app);
 
   const duration = new Histogram({
     name: 'svc_http_request_duration_seconds',
