@@ -1,10 +1,15 @@
-import { NOTIFY_CHANNEL } from '../events/postgres/event-store.js';
+import { NOTIFY_CHANNEL, notificationConcerns } from '../events/postgres/event-store.js';
 import { NotificationListener, Waker } from '../events/postgres/listener.js';
 
 export interface SnapshotSource<T> {
   /** A cheap number that moves whenever the snapshot would change (a projection checkpoint). */
   revision(): Promise<number>;
   load(): Promise<T>;
+  /**
+   * The event categories the snapshot is made of: appends of other categories (every request's
+   * wallet settlement) start no eager polling. Absent: every category.
+   */
+  readonly categories?: readonly string[];
 }
 
 export interface SnapshotCacheOptions<T> {
@@ -40,7 +45,8 @@ export class SnapshotCache<T> {
     private readonly options: SnapshotCacheOptions<T> = {},
   ) {
     this.value = options.initial ?? null;
-    this.listener = new NotificationListener(connectionString, NOTIFY_CHANNEL, () => {
+    this.listener = new NotificationListener(connectionString, NOTIFY_CHANNEL, (payload) => {
+      if (!notificationConcerns(payload, source.categories)) return;
       this.eagerUntil = Date.now() + (this.options.eagerWindowMs ?? 1_000);
       this.waker.notify();
     });

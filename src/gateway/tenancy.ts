@@ -1,6 +1,7 @@
 import { platformKeyAad } from '../commands/connections/events.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { decryptSecret } from '../lib/crypto.js';
+import { CONTROL_PLANE_CATEGORIES } from '../projections/control-plane/projection.js';
 import type { RegistryEndpoint } from '../providers/endpoint.js';
 import type { Credentials } from '../providers/provider.js';
 import type { SnapshotSource } from './snapshot-cache.js';
@@ -81,6 +82,7 @@ export const tenancySource = (
   masterKey: Buffer,
   onDecryptError: (what: string) => void,
 ): SnapshotSource<TenancySnapshot> => ({
+  categories: CONTROL_PLANE_CATEGORIES,
   revision: async () =>
     (
       await pool.query<{ position: number }>(

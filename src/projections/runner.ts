@@ -1,4 +1,9 @@
-import { NOTIFY_CHANNEL, readEventsAfter, readHeadPosition } from '../events/postgres/event-store.js';
+import {
+  NOTIFY_CHANNEL,
+  notificationConcerns,
+  readEventsAfter,
+  readHeadPosition,
+} from '../events/postgres/event-store.js';
 import { NotificationListener, Waker } from '../events/postgres/listener.js';
 import { type Pool, withTransaction } from '../events/postgres/pool.js';
 import type { Projection } from './projection.js';
@@ -118,7 +123,13 @@ export class ProjectionRunner {
       onError?: (name: string, err: unknown) => void;
     } = {},
   ) {
-    this.listener = new NotificationListener(connectionString, NOTIFY_CHANNEL, this.waker.notify);
+    // Woken by appends of the categories its projections follow; waitForHead wakes it itself.
+    const categories = projections.every((p) => p.categories)
+      ? [...new Set(projections.flatMap((p) => p.categories ?? []))]
+      : undefined;
+    this.listener = new NotificationListener(connectionString, NOTIFY_CHANNEL, (payload) => {
+      if (notificationConcerns(payload, categories)) this.waker.notify();
+    });
   }
 
   start(): void {

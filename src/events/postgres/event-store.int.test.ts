@@ -193,7 +193,7 @@ describe('appendMany (several streams, one transaction)', () => {
     expect(again[0]!.lastPosition).toBe(results[0]!.positions[0]);
     await new Promise((r) => setTimeout(r, 200));
     await listener.end();
-    expect(notes).toEqual([String(results[2]!.lastPosition), String(again[1]!.lastPosition)]);
+    expect(notes).toEqual([`${results[2]!.lastPosition} many`, `${again[1]!.lastPosition} many`]);
   });
 
   it('is all or nothing: a conflict in one append writes none of the others', async () => {
@@ -211,5 +211,38 @@ describe('appendMany (several streams, one transaction)', () => {
     expect((await store.readStream('many-4')).events).toEqual([]);
     expect(await store.headPosition()).toBe(head);
     await expect(store.appendMany([])).resolves.toEqual([]);
+  });
+});
+
+describe('append notifications', () => {
+  it('name the last position and the categories written, once per append (migrations 0023)', async () => {
+    const pg = await import('pg');
+    const client = new pg.default.Client({ connectionString: db.url });
+    await client.connect();
+    const payloads: string[] = [];
+    client.on('notification', (m) => payloads.push(m.payload ?? ''));
+    await client.query('LISTEN svc_events');
+    try {
+      const n = seq;
+      const written = await store.append(`walletnote-${n}`, 'any', [ev(), ev()]);
+      await expect.poll(() => payloads.length).toBe(1);
+      expect(payloads[0]).toBe(`${written.lastPosition} walletnote`);
+      // Several categories in one append, each named once; a replayed append says nothing.
+      const again = ev();
+      const many = await store.appendMany([
+        { streamId: `walletnote-${n}`, expected: 'any', events: [ev()] },
+        { streamId: `policynote-${n}`, expected: 'any', events: [again] },
+        { streamId: `walletnote-${n}b`, expected: 'any', events: [ev()] },
+      ]);
+      await store.append(`policynote-${n}`, 'any', [again]);
+      await expect.poll(() => payloads.length).toBe(2);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(payloads).toEqual([
+        `${written.lastPosition} walletnote`,
+        `${many[2]!.lastPosition} walletnote,policynote`,
+      ]);
+    } finally {
+      await client.end();
+    }
   });
 });

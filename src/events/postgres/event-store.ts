@@ -118,6 +118,24 @@ const rethrow = (err: unknown, streamId: string, expected: ExpectedVersion): nev
 
 export const NOTIFY_CHANNEL = 'svc_events';
 
+/**
+ * Whether an append notification (`<position> <category>,...`, migrations/postgres/0023) concerns a
+ * listener that follows `categories` (undefined: every category). A payload that names no
+ * categories (from an older server) concerns every listener.
+ */
+export const notificationConcerns = (
+  payload: string | undefined,
+  categories: readonly string[] | undefined,
+): boolean => {
+  if (categories === undefined || payload === undefined) return true;
+  const space = payload.indexOf(' ');
+  if (space === -1) return true;
+  return payload
+    .slice(space + 1)
+    .split(',')
+    .some((c) => categories.includes(c));
+};
+
 /** PostgreSQL adapter of the event store port (migrations/postgres/0001_event_store.sql). */
 export class PostgresEventStore implements EventStore {
   private readonly subscriptions = new Set<Subscription>();
@@ -216,7 +234,9 @@ export class PostgresEventStore implements EventStore {
     let position = after;
     let closed = false;
     const waker = new Waker();
-    const listener = new NotificationListener(this.connectionString, NOTIFY_CHANNEL, waker.notify);
+    const listener = new NotificationListener(this.connectionString, NOTIFY_CHANNEL, (payload) => {
+      if (notificationConcerns(payload, options.categories)) waker.notify();
+    });
     let markCaughtUp: () => void = () => {};
     const caughtUp = new Promise<void>((resolve) => {
       markCaughtUp = resolve;

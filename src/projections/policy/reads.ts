@@ -2,6 +2,7 @@ import type { Pool } from '../../events/postgres/pool.js';
 import type { PolicyDocument, PolicyLayer, PolicyScope } from '../../policy/document.js';
 import type { ScopedPolicy } from '../../policy/evaluate.js';
 import { PolicySet } from '../../policy/set.js';
+import { POLICY_CATEGORY } from './projection.js';
 
 /** One policy of the read model rm_policies (migrations 0016, 0018). */
 export interface PolicyRow {
@@ -74,5 +75,6 @@ export const scopedPolicies = (rows: readonly PolicyRow[]): ScopedPolicy[] =>
  */
 export const policySnapshotSource = (pool: Pool) => ({
   revision: () => policyRevision(pool),
+  categories: [POLICY_CATEGORY],
   load: async () => new PolicySet(scopedPolicies(await policiesInForce(pool))),
 });

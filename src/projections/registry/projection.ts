@@ -4,6 +4,9 @@ import type { PoolClient } from '../../events/postgres/pool.js';
 import { assertNever } from '../../lib/assert.js';
 import { clearReadModel, type Projection } from '../projection.js';
 
+/** The category of every registry stream (`registry-...`). */
+export const REGISTRY_CATEGORY = 'registry';
+
 /** When the decision was taken (the command's clock), else when it was stored. */
 const decidedAt = (e: StoredEvent): Date =>
   typeof e.metadata.now === 'string' ? new Date(e.metadata.now) : e.recordedAt;
@@ -185,7 +188,7 @@ const applyOne = async (client: PoolClient, stored: StoredEvent): Promise<void> 
 export const registryProjection: Projection = {
   name: 'registry',
   version: 1,
-  categories: ['registry'],
+  categories: [REGISTRY_CATEGORY],
   reset: async (client: PoolClient) => {
     await clearReadModel(client, [
       'rm_registry_rate_rows',
