@@ -1,9 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { busContract } from '../../../test/contract/bus.contract.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
 import type { Bus, BusMessage } from '../bus.js';
 import { DLQ_SUBJECT, subjects } from '../subjects.js';
-import { PostgresBus, type PostgresBusOptions } from './bus.js';
+import { BUS_NOTIFY_CHANNEL, PostgresBus, type PostgresBusOptions } from './bus.js';
+import { PostgresConsumer } from './bus-consumer.js';
 import { createPool, type Pool } from './pool.js';
 
 busContract('Postgres table', async () => {
@@ -96,6 +98,40 @@ describe('Postgres bus specifics', () => {
     await publisherSide.publish(subjects.request('wake', 'r'), 'x', { messageId: 'wake-1' });
     await waitFor(() => got.length === 1, 5_000);
     expect(got[0]! - sent).toBeLessThan(1_000);
+  });
+
+  it('names the streams written in its NOTIFY and wakes only the consumers of those streams', async () => {
+    const consumerSide = open({ pollMs: 10_000 });
+    const publisherSide = open();
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (m) => payloads.push(m.payload ?? ''));
+    await listener.query(`LISTEN ${BUS_NOTIFY_CHANNEL}`);
+    const wakes = vi.spyOn(PostgresConsumer.prototype, 'wake');
+    try {
+      const onAudit = await consumerSide.consume('audit-only', 'svc.audit.events.>', async (m) => m.ack(), {
+        ackWaitMs: 5_000,
+        maxDeliveries: 5,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      wakes.mockClear();
+      for (let i = 0; i < 5; i++)
+        await publisherSide.publish(subjects.request('streams', `r${i}`), 'x', { messageId: `streams-${i}` });
+      await waitFor(() => payloads.length > 0);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(new Set(payloads)).toEqual(new Set(['requests']));
+      const auditWakes = () =>
+        wakes.mock.contexts.filter((c) => (c as unknown as { name: string }).name === 'audit-only').length;
+      expect(auditWakes()).toBe(0);
+      await publisherSide.publish(subjects.audit('ws_streams'), 'a', { messageId: 'streams-audit' });
+      await waitFor(() => auditWakes() > 0);
+      expect(payloads.at(-1)).toBe('audit');
+      await onAudit.close();
+    } finally {
+      wakes.mockRestore();
+      await listener.end();
+    }
   });
 
   it('falls back to polling without a LISTEN connection', async () => {

@@ -85,7 +85,10 @@ export class PostgresBus implements Bus {
   private readonly timeoutMs: number;
   private readonly windowMs: number;
   private readonly pollMs: number;
-  private readonly consumers = new Set<PostgresConsumer>();
+  /** Each consumer of this process, with the key of the stream its filter lies in. */
+  private readonly consumers = new Map<PostgresConsumer, string>();
+  /** Streams published to since the last NOTIFY. */
+  private readonly notifyStreams = new Set<string>();
   private listener: pg.Client | null = null;
   private listening: Promise<void> | null = null;
   private notifyScheduled = false;
@@ -154,7 +157,7 @@ export class PostgresBus implements Bus {
       ),
     );
     const row = rows[0]!;
-    if (!row.duplicate) this.notifySoon();
+    if (!row.duplicate) this.notifySoon([stream]);
     return { duplicate: row.duplicate, seq: row.published_seq };
   }
 
@@ -204,22 +207,34 @@ export class PostgresBus implements Bus {
       throw new Error(`bus publish many: ${rows.length} results for ${messages.length} messages`);
     const results = new Array<PublishResult>(messages.length);
     for (const r of rows) results[r.ord - 1] = { duplicate: r.duplicate, seq: Number(r.published_seq) };
-    if (rows.some((r) => !r.duplicate)) this.notifySoon();
+    if (rows.some((r) => !r.duplicate))
+      this.notifySoon(rows.filter((r) => !r.duplicate).map((r) => streams[r.ord - 1]!));
     return results;
   }
 
   /**
    * One NOTIFY per event-loop turn however many publishes committed in it: a NOTIFY inside each
-   * publish transaction would serialise their commits on the notification queue lock.
+   * publish transaction would serialise their commits on the notification queue lock. Its payload
+   * names the streams written (`requests,audit`): a consumer wakes only for its own stream, so a
+   * request's record and audit event wake one consumer each, not every consumer of every process.
    */
-  notifySoon(): void {
-    for (const c of this.consumers) c.wake();
+  notifySoon(streams: readonly string[]): void {
+    this.wake(streams);
+    for (const stream of streams) this.notifyStreams.add(stream);
     if (this.notifyScheduled) return;
     this.notifyScheduled = true;
     setImmediate(() => {
       this.notifyScheduled = false;
-      this.pool.query(`NOTIFY ${BUS_NOTIFY_CHANNEL}`).catch(() => {});
+      const payload = [...this.notifyStreams].join(',');
+      this.notifyStreams.clear();
+      this.pool.query('SELECT pg_notify($1, $2)', [BUS_NOTIFY_CHANNEL, payload]).catch(() => {});
     });
+  }
+
+  /** Wakes the consumers of these streams (of every stream: null, a notification without a payload). */
+  private wake(streams: readonly string[] | null): void {
+    for (const [consumer, stream] of this.consumers)
+      if (!streams || streams.includes(stream)) consumer.wake();
   }
 
   async consume(
@@ -231,7 +246,8 @@ export class PostgresBus implements Bus {
     if (this.closed) throw new BusUnavailableError('bus is closed');
     subjectToken('consumer name', name);
     // Same rule as JetStream, where a consumer belongs to one stream.
-    if (!STREAMS.some((s) => filterWithin(s.subjects, assertFilter(filterSubject)))) {
+    const home = STREAMS.find((s) => filterWithin(s.subjects, assertFilter(filterSubject)));
+    if (!home) {
       throw new InvalidSubjectError(`filter ${filterSubject} does not lie within one stream`);
     }
     const filter = prefixed(this.prefix, filterSubject);
@@ -247,7 +263,7 @@ export class PostgresBus implements Bus {
     }
     this.ensureListener();
     const consumer = new PostgresConsumer(this, this.pool, name, handler, options, this.pollMs, this.prefix);
-    this.consumers.add(consumer);
+    this.consumers.set(consumer, home.key);
     consumer.start();
     return {
       name,
@@ -279,7 +295,7 @@ export class PostgresBus implements Bus {
         this.windowMs,
       ]),
     );
-    this.notifySoon();
+    this.notifySoon(['dlq']);
   }
 
   private ensureListener(): void {
@@ -296,8 +312,8 @@ export class PostgresBus implements Bus {
         if (this.listener === client) this.listener = null;
         void client.end().catch(() => {});
       });
-      client.on('notification', () => {
-        for (const c of this.consumers) c.wake();
+      client.on('notification', (msg) => {
+        this.wake(msg.payload ? msg.payload.split(',') : null);
       });
       try {
         await client.connect();
@@ -331,7 +347,7 @@ export class PostgresBus implements Bus {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.housekeeping);
-    await Promise.all([...this.consumers].map((c) => c.stop()));
+    await Promise.all([...this.consumers.keys()].map((c) => c.stop()));
     this.consumers.clear();
     await this.listening;
     await this.listener?.end().catch(() => {});
