@@ -193,4 +193,28 @@ describe('Postgres bus specifics', () => {
     );
     expect(dedupe.rowCount).toBe(0);
   });
+
+  it('delivers the next message of a subject right after a dead letter frees it, not at the next poll', async () => {
+    const bus = open({ pollMs: 10_000 });
+    const subject = subjects.request('dlqwake', 'r');
+    await bus.publish(subject, 'first', { messageId: 'dlqwake-1' });
+    await bus.publish(subject, 'second', { messageId: 'dlqwake-2' });
+    const got: { text: string; at: number }[] = [];
+    let deadAt = 0;
+    await bus.consume(
+      'dlqwake',
+      'svc.requests.dlqwake.>',
+      async (m) => {
+        got.push({ text: text(m), at: Date.now() });
+        if (text(m) === 'first') {
+          deadAt = Date.now();
+          await m.deadLetter('poison');
+        } else await m.ack();
+      },
+      { ackWaitMs: 30_000, maxDeliveries: 5 },
+    );
+    await waitFor(() => got.length === 2, 5_000);
+    expect(got.map((g) => g.text)).toEqual(['first', 'second']);
+    expect(got[1]!.at - deadAt).toBeLessThan(1_000);
+  });
 });

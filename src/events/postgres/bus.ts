@@ -295,7 +295,10 @@ export class PostgresBus implements Bus {
         this.windowMs,
       ]),
     );
-    this.notifySoon(['dlq']);
+    // The dead letter wakes its consumers, and the row's own consumer here and in other processes:
+    // dropping the row frees the later messages of its subject (per-subject order).
+    const home = streamOf(unprefixed(this.prefix, row.subject))?.key;
+    this.notifySoon(home ? ['dlq', home] : ['dlq']);
   }
 
   private ensureListener(): void {
