@@ -120,7 +120,6 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
   const failures: AttemptFailure[] = [];
   const deadline = Date.now() + context.budget.deadlineMs;
   let retries = context.budget.retries;
-  let retried = 0;
   let lastEndpoint: RegistryEndpoint | undefined;
   // The upstream's id of the attempt in flight, from its response headers.
   let upstreamId: string | null = null;
@@ -239,14 +238,13 @@ export const runAttempts = async <R = CanonicalReply, C = CanonicalChunk>(
       if (context.signal.aborted) return failed();
       if (failure.retryable && !failure.skipRetry && retries > 0) {
         const wait = retryDelay(
-          retried,
+          context.budget.retries - retries,
           context.budget.backoffMs,
           failure.retryAfterMs,
           deadline - Date.now(),
         );
         if (wait !== null) {
           retries -= 1;
-          retried += 1;
           await sleep(wait, context.signal);
           continue;
         }

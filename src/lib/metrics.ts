@@ -3,7 +3,7 @@
  * label object on every call, several times per request. The label sets are few (routes, statuses,
  * lanes and outcomes), so the map stays small.
  */
-export const labelled = <C>(
+const labelled = <C>(
   children: Map<string, C>,
   metric: { labels(...values: string[]): C },
   ...values: string[]
@@ -15,4 +15,10 @@ export const labelled = <C>(
     children.set(key, child);
   }
   return child;
+};
+
+/** `labelled` with a cache of its own: the child series of `metric` for label values. */
+export const childrenOf = <C>(metric: { labels(...values: string[]): C }): ((...values: string[]) => C) => {
+  const children = new Map<string, C>();
+  return (...values) => labelled(children, metric, ...values);
 };

@@ -10,7 +10,7 @@ import {
   outboundHop,
   processPolicy,
 } from './destinations.js';
-import { type AttemptFailure, StreamFailure, type UpstreamHeaders } from './provider.js';
+import { type AttemptFailure, type AttemptTarget, StreamFailure, type UpstreamHeaders } from './provider.js';
 
 /**
  * One keep-alive pool per upstream origin (undici's Agent keeps them), shared by every adapter.
@@ -125,6 +125,17 @@ export const retryAfterMsOf = (headers: UpstreamHeaders, now = Date.now()): numb
   const at = Date.parse(after);
   return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 };
+
+/**
+ * What every attempt's upstream call takes from its target: the client's signal, the attempt's time
+ * (to the headers, and for a buffered body to its end) and the hook that hears the headers.
+ */
+export const attemptCall = (target: Pick<AttemptTarget, 'signal' | 'timeoutMs' | 'onHeaders'>) => ({
+  signal: target.signal,
+  timeoutMs: target.timeoutMs,
+  bodyTimeoutMs: target.timeoutMs,
+  onHeaders: target.onHeaders,
+});
 
 /** Classifies an upstream status (SPEC 7.3: 429 and 5xx retryable; auth and not-found fall forward). */
 export const failureFromStatus = async (

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { PublisherStats } from '../events/envelopes/publish.js';
 import type { CompletedRequest } from '../gateway/completed.js';
-import { labelled } from '../lib/metrics.js';
+import { childrenOf } from '../lib/metrics.js';
 
 /**
  * The gateway's Prometheus metrics, by the habits of the ecosystem (LiteLLM, Envoy AI Gateway, the
@@ -42,86 +42,68 @@ export const tokensByType = (
 };
 
 export const gatewayMetrics = (registers: Registry[]): GatewayMetrics => {
-  const attempts = new Counter({
-    name: 'svc_gateway_attempt_total',
-    help: 'Upstream attempts by provider lane and outcome',
-    labelNames: ['provider', 'outcome'] as const,
-    registers,
-  });
-  const duration = new Histogram({
-    name: 'svc_gateway_request_duration_seconds',
-    help: 'Gateway request duration to the last byte',
-    labelNames: ['route', 'status', 'stream'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
-    registers,
-  });
-  const ttfb = new Histogram({
-    name: 'svc_gateway_time_to_first_byte_seconds',
-    help: 'Gateway time to the first reply byte',
-    labelNames: ['route', 'stream'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers,
-  });
+  const counter = (name: string, help: string, labelNames: readonly string[]) =>
+    childrenOf(new Counter({ name, help, labelNames, registers }));
+  const histogram = (name: string, help: string, labelNames: readonly string[], buckets: number[]) =>
+    childrenOf(new Histogram({ name, help, labelNames, buckets, registers }));
+
+  const attempts = counter('svc_gateway_attempt_total', 'Upstream attempts by provider lane and outcome', [
+    'provider',
+    'outcome',
+  ]);
+  const duration = histogram(
+    'svc_gateway_request_duration_seconds',
+    'Gateway request duration to the last byte',
+    ['route', 'status', 'stream'],
+    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+  );
+  const ttfb = histogram(
+    'svc_gateway_time_to_first_byte_seconds',
+    'Gateway time to the first reply byte',
+    ['route', 'stream'],
+    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  );
   // Loud before quarantine (SPEC 3): served replies that failed billing, by endpoint and reason; a
   // card that leaves a reported meter unpriced shows here as missing_price on every such reply.
-  const billingFailed = new Counter({
-    name: 'svc_gateway_billing_failed_total',
-    help: 'Served requests whose reply could not be priced, by provider lane, model and reason',
-    labelNames: ['provider', 'model', 'reason'] as const,
-    registers,
-  });
-  const requests = new Counter({
-    name: 'svc_gateway_model_requests_total',
-    help: 'Requests that reached an upstream, by the provider lane and model of the endpoint that served (or last failed) and status (success, error)',
-    labelNames: ['provider', 'model', 'status'] as const,
-    registers,
-  });
-  const tokens = new Counter({
-    name: 'svc_gateway_tokens_total',
-    help: 'Tokens the upstream reported, by provider lane, model and type (input, output, cache_read, cache_write, reasoning; cache and reasoning tokens are also counted in input and output)',
-    labelNames: ['provider', 'model', 'type'] as const,
-    registers,
-  });
-  const cost = new Counter({
-    name: 'svc_gateway_cost_usd_total',
-    help: 'Priced cost in USD by provider lane and model (a float for dashboards; the ledger and the request rows hold the exact amounts)',
-    labelNames: ['provider', 'model'] as const,
-    registers,
-  });
-  const upstreamLatency = new Histogram({
-    name: 'svc_gateway_upstream_latency_seconds',
-    help: 'Duration of each upstream attempt (to its full reply, or to the first chunk of a stream), by provider lane, model and outcome',
-    labelNames: ['provider', 'model', 'outcome'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers,
-  });
-  const ttft = new Histogram({
-    name: 'svc_gateway_time_to_first_token_seconds',
-    help: 'Streamed requests: time from the request to the first streamed byte of the reply, by provider lane and model',
-    labelNames: ['provider', 'model'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers,
-  });
-  const streamDuration = new Histogram({
-    name: 'svc_gateway_stream_duration_seconds',
-    help: 'Streamed requests: time from the first streamed byte to the last, by provider lane and model',
-    labelNames: ['provider', 'model'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers,
-  });
+  const billingFailed = counter(
+    'svc_gateway_billing_failed_total',
+    'Served requests whose reply could not be priced, by provider lane, model and reason',
+    ['provider', 'model', 'reason'],
+  );
+  const requests = counter(
+    'svc_gateway_model_requests_total',
+    'Requests that reached an upstream, by the provider lane and model of the endpoint that served (or last failed) and status (success, error)',
+    ['provider', 'model', 'status'],
+  );
+  const tokens = counter(
+    'svc_gateway_tokens_total',
+    'Tokens the upstream reported, by provider lane, model and type (input, output, cache_read, cache_write, reasoning; cache and reasoning tokens are also counted in input and output)',
+    ['provider', 'model', 'type'],
+  );
+  const cost = counter(
+    'svc_gateway_cost_usd_total',
+    'Priced cost in USD by provider lane and model (a float for dashboards; the ledger and the request rows hold the exact amounts)',
+    ['provider', 'model'],
+  );
+  const upstreamLatency = histogram(
+    'svc_gateway_upstream_latency_seconds',
+    'Duration of each upstream attempt (to its full reply, or to the first chunk of a stream), by provider lane, model and outcome',
+    ['provider', 'model', 'outcome'],
+    LATENCY_BUCKETS,
+  );
+  const ttft = histogram(
+    'svc_gateway_time_to_first_token_seconds',
+    'Streamed requests: time from the request to the first streamed byte of the reply, by provider lane and model',
+    ['provider', 'model'],
+    LATENCY_BUCKETS,
+  );
+  const streamDuration = histogram(
+    'svc_gateway_stream_duration_seconds',
+    'Streamed requests: time from the first streamed byte to the last, by provider lane and model',
+    ['provider', 'model'],
+    LATENCY_BUCKETS,
+  );
 
-  const children = {
-    attempts: new Map<string, ReturnType<typeof attempts.labels>>(),
-    duration: new Map<string, ReturnType<typeof duration.labels>>(),
-    ttfb: new Map<string, ReturnType<typeof ttfb.labels>>(),
-    billingFailed: new Map<string, ReturnType<typeof billingFailed.labels>>(),
-    requests: new Map<string, ReturnType<typeof requests.labels>>(),
-    tokens: new Map<string, ReturnType<typeof tokens.labels>>(),
-    cost: new Map<string, ReturnType<typeof cost.labels>>(),
-    upstreamLatency: new Map<string, ReturnType<typeof upstreamLatency.labels>>(),
-    ttft: new Map<string, ReturnType<typeof ttft.labels>>(),
-    streamDuration: new Map<string, ReturnType<typeof streamDuration.labels>>(),
-  };
   const pairs = new Set<string>();
   /** The model label of a pair: its own while the budget lasts, `_other` after. */
   const modelLabel = (provider: string, model: string): string => {
@@ -133,39 +115,32 @@ export const gatewayMetrics = (registers: Registry[]): GatewayMetrics => {
   };
 
   return {
-    onAttempt: (provider, outcome) => labelled(children.attempts, attempts, provider, outcome).inc(),
+    onAttempt: (provider, outcome) => attempts(provider, outcome).inc(),
     observe: (route, status, stream, seconds, ttfbSeconds) => {
-      labelled(children.duration, duration, route, String(status), String(stream)).observe(seconds);
-      if (ttfbSeconds !== null) labelled(children.ttfb, ttfb, route, String(stream)).observe(ttfbSeconds);
+      duration(route, String(status), String(stream)).observe(seconds);
+      if (ttfbSeconds !== null) ttfb(route, String(stream)).observe(ttfbSeconds);
     },
     onCompleted: (c) => {
-      for (const a of c.attempts) {
-        const model = modelLabel(a.provider, a.model);
-        labelled(children.upstreamLatency, upstreamLatency, a.provider, model, a.outcome).observe(
-          a.latency_ms / 1_000,
-        );
-      }
+      for (const a of c.attempts)
+        upstreamLatency(a.provider, modelLabel(a.provider, a.model), a.outcome).observe(a.latency_ms / 1_000);
       if (c.provider === null || c.modelServed === null) return;
       const provider = c.provider;
       const model = modelLabel(provider, c.modelServed);
-      labelled(children.requests, requests, provider, model, c.status).inc();
+      requests(provider, model, c.status).inc();
       if (c.usage) {
         const counts = tokensByType(c.usage);
-        for (const type of TOKEN_TYPES)
-          if (counts[type] > 0) labelled(children.tokens, tokens, provider, model, type).inc(counts[type]);
+        for (const type of TOKEN_TYPES) if (counts[type] > 0) tokens(provider, model, type).inc(counts[type]);
       }
       const pricing = c.pricing;
       if (pricing?.billing_status === 'priced') {
         const usd = Number(pricing.total);
-        if (usd > 0) labelled(children.cost, cost, provider, model).inc(usd);
+        if (usd > 0) cost(provider, model).inc(usd);
       } else if (pricing?.billing_status === 'failed')
-        labelled(children.billingFailed, billingFailed, provider, model, pricing.billing_reason).inc();
+        billingFailed(provider, model, pricing.billing_reason).inc();
       if (c.request.stream && c.status === 'success' && c.ttfbMs !== null) {
-        labelled(children.ttft, ttft, provider, model).observe(c.ttfbMs / 1_000);
+        ttft(provider, model).observe(c.ttfbMs / 1_000);
         const total = c.finishedAt.getTime() - c.startedAt.getTime();
-        labelled(children.streamDuration, streamDuration, provider, model).observe(
-          Math.max(0, total - c.ttfbMs) / 1_000,
-        );
+        streamDuration(provider, model).observe(Math.max(0, total - c.ttfbMs) / 1_000);
       }
     },
   };
@@ -178,25 +153,16 @@ const RECORD_STATES = ['published', 'spooled', 'drained', 'rejected'] as const;
  * scrape reads as a rate) and how many wait now (a gauge).
  */
 export const recordMetrics = (registry: Registry, stats: () => PublisherStats): void => {
-  const seen: Record<(typeof RECORD_STATES)[number], number> = {
-    published: 0,
-    spooled: 0,
-    drained: 0,
-    rejected: 0,
-  };
   new Counter({
     name: 'svc_gateway_request_records_total',
     help: 'request.completed envelopes since start: published to the bus, spooled on disk, drained from the spool to the bus, rejected by the bus',
     labelNames: ['state'] as const,
     registers: [registry],
+    // The publisher keeps the running totals; a scrape reads them as they are.
     collect() {
       const s = stats();
-      for (const state of RECORD_STATES) {
-        const delta = s[state] - seen[state];
-        if (delta > 0) this.inc({ state }, delta);
-        else this.inc({ state }, 0);
-        seen[state] = Math.max(seen[state], s[state]);
-      }
+      this.reset();
+      for (const state of RECORD_STATES) this.inc({ state }, s[state]);
     },
   });
   new Gauge({

@@ -8,9 +8,9 @@ import type { Bus } from '../events/bus.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Pool } from '../events/postgres/pool.js';
 import type { ApiKeyCache } from '../gateway/auth/api-key-cache.js';
+import type { CompletedRequest } from '../gateway/completed.js';
 import type { HealthRegistry } from '../lib/health.js';
 import type { ObjectStore } from '../objects/port.js';
-import type { Telemetry } from './telemetry.js';
 
 /** Every role `svc serve --roles` knows (ARCHITECTURE.md "One codebase, one CLI, several roles"). */
 export const ROLE_NAMES = [
@@ -84,3 +84,20 @@ export interface Role {
 }
 
 export type RoleFactory = (ctx: RoleContext) => Role | Promise<Role>;
+
+/**
+ * The service's own OpenTelemetry export (telemetry.ts loads it only when the OTEL_EXPORTER_OTLP_*
+ * variables ask for it; telemetry-otel.ts is the implementation).
+ */
+export interface Telemetry {
+  /** Server spans and `http.server.request.duration` for every route of the app. */
+  instrumentHttp(app: FastifyInstance): void;
+  /** The bus, with a producer span per publish and a consumer span per delivery. */
+  traceBus(bus: Bus): Bus;
+  /** Client spans for the pool's queries made inside a traced operation (a request, a delivery). */
+  tracePool(pool: Pool, database: string): void;
+  /** The gateway's model call of a finished request: its GenAI span and metrics. */
+  onCompleted(completed: CompletedRequest): void;
+  /** Flushes what is buffered and stops exporting. */
+  shutdown(): Promise<void>;
+}

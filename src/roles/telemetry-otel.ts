@@ -1,5 +1,6 @@
 import {
   type Attributes,
+  type AttributeValue,
   type Context,
   context,
   metrics,
@@ -30,7 +31,7 @@ import type { Pool } from '../events/postgres/pool.js';
 import type { CompletedRequest } from '../gateway/completed.js';
 import { describeError } from '../lib/errors.js';
 import { VERSION } from '../lib/version.js';
-import type { Telemetry } from './telemetry.js';
+import type { Telemetry } from './role.js';
 
 /**
  * The OpenTelemetry SDK behind `Telemetry` (telemetry.ts), loaded only when an OTLP export is asked
@@ -69,13 +70,42 @@ const GENAI_PROVIDER: Record<string, string> = {
 /** A bus subject's family (`svc.requests`), not the subject: span names stay few. */
 const family = (subject: string) => subject.split('.').slice(0, 2).join('.');
 
-const protocolOf = (env: Env, signal: 'TRACES' | 'METRICS'): string =>
-  (env[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`] ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf').trim();
+/** The OTLP/HTTP encoding asked for a signal; null (and said) for grpc, which is not supported. */
+const encodingOf = (env: Env, signal: 'TRACES' | 'METRICS', logger: Logger): 'json' | 'protobuf' | null => {
+  const protocol = (
+    env[`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`] ??
+    env.OTEL_EXPORTER_OTLP_PROTOCOL ??
+    'http/protobuf'
+  ).trim();
+  if (protocol !== 'grpc') return protocol === 'http/json' ? 'json' : 'protobuf';
+  logger.error(
+    `OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: set http/protobuf or http/json; ${signal.toLowerCase()} are not exported`,
+  );
+  return null;
+};
 
 const fail = (span: Span, err: unknown) => {
   span.recordException(err instanceof Error ? err : new Error(describeError(err)));
   span.setStatus({ code: SpanStatusCode.ERROR, message: describeError(err) });
 };
+
+/** Runs `work` as the span's operation: a failure marks the span, and the span ends either way. */
+const ending = async <T>(span: Span, work: () => Promise<T>): Promise<T> => {
+  try {
+    return await work();
+  } catch (err) {
+    fail(span, err);
+    throw err;
+  } finally {
+    span.end();
+  }
+};
+
+/** Attributes without the ones that are not known (undefined or null). */
+const known = (attributes: Record<string, AttributeValue | null | undefined>): Attributes =>
+  Object.fromEntries(
+    Object.entries(attributes).filter(([, v]) => v !== undefined && v !== null),
+  ) as Attributes;
 
 export const startOtel = (
   env: Env,
@@ -93,45 +123,33 @@ export const startOtel = (
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
     .merge(detectResources({ detectors: [envDetector] }));
 
-  let tracerProvider: NodeTracerProvider | null = null;
-  if (signals.traces) {
-    const protocol = protocolOf(env, 'TRACES');
-    if (protocol === 'grpc')
-      info.logger.error(
-        'OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: set http/protobuf or http/json; traces are not exported',
-      );
-    else {
-      const exporter = protocol === 'http/json' ? new JsonTraceExporter() : new ProtoTraceExporter();
-      tracerProvider = new NodeTracerProvider({
+  const traceEncoding = signals.traces ? encodingOf(env, 'TRACES', info.logger) : null;
+  const tracerProvider = traceEncoding
+    ? new NodeTracerProvider({
         resource,
-        spanProcessors: [new BatchSpanProcessor(exporter)],
-      });
-      // The global provider, the AsyncLocalStorage context manager and the W3C propagators.
-      tracerProvider.register();
-    }
-  }
-  let meterProvider: MeterProvider | null = null;
-  if (signals.metrics) {
-    const protocol = protocolOf(env, 'METRICS');
-    if (protocol === 'grpc')
-      info.logger.error(
-        'OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: set http/protobuf or http/json; metrics are not exported',
-      );
-    else {
-      const exporter = protocol === 'http/json' ? new JsonMetricExporter() : new ProtoMetricExporter();
-      const interval = Number(env.OTEL_METRIC_EXPORT_INTERVAL ?? 60_000);
-      meterProvider = new MeterProvider({
+        spanProcessors: [
+          new BatchSpanProcessor(
+            traceEncoding === 'json' ? new JsonTraceExporter() : new ProtoTraceExporter(),
+          ),
+        ],
+      })
+    : null;
+  // The global provider, the AsyncLocalStorage context manager and the W3C propagators.
+  tracerProvider?.register();
+  const metricEncoding = signals.metrics ? encodingOf(env, 'METRICS', info.logger) : null;
+  const interval = Number(env.OTEL_METRIC_EXPORT_INTERVAL ?? 60_000);
+  const meterProvider = metricEncoding
+    ? new MeterProvider({
         resource,
         readers: [
           new PeriodicExportingMetricReader({
-            exporter,
+            exporter: metricEncoding === 'json' ? new JsonMetricExporter() : new ProtoMetricExporter(),
             exportIntervalMillis: Number.isFinite(interval) && interval > 0 ? interval : 60_000,
           }),
         ],
-      });
-      metrics.setGlobalMeterProvider(meterProvider);
-    }
-  }
+      })
+    : null;
+  if (meterProvider) metrics.setGlobalMeterProvider(meterProvider);
 
   const tracing = tracerProvider !== null;
   const tracer = trace.getTracer(SCOPE, VERSION);
@@ -150,12 +168,12 @@ export const startOtel = (
   });
 
   /** The server span of each request in flight, by request id (the gateway's x-svc-request-id). */
-  const serving = new Map<string, { span: Span; ctx: Context; started: number; ended: boolean }>();
+  const serving = new Map<string, { span: Span; ctx: Context; started: number }>();
 
+  /** Ends a request's server span once (a response and an abort may both be told). */
   const endServer = (request: FastifyRequest, status: number) => {
     const s = serving.get(request.id);
-    if (!s || s.ended) return;
-    s.ended = true;
+    if (!s) return;
     serving.delete(request.id);
     const route = request.routeOptions.url;
     const attributes: Attributes = {
@@ -189,7 +207,7 @@ export const startOtel = (
           parent,
         );
         const ctx = trace.setSpan(parent, span);
-        serving.set(request.id, { span, ctx, started: performance.now(), ended: false });
+        serving.set(request.id, { span, ctx, started: performance.now() });
         context.with(ctx, done);
       });
       app.addHook('onResponse', (request, reply, done) => {
@@ -203,6 +221,7 @@ export const startOtel = (
     },
 
     traceBus(bus) {
+      if (!tracing) return bus;
       const system = bus.adapter === 'nats' ? 'nats' : 'postgresql';
       const publishSpan = <T>(subject: string, count: number, run: () => Promise<T>): Promise<T> =>
         tracer.startActiveSpan(
@@ -216,16 +235,7 @@ export const startOtel = (
               ...(count > 1 ? { 'messaging.batch.message_count': count } : {}),
             },
           },
-          async (span) => {
-            try {
-              return await run();
-            } catch (err) {
-              fail(span, err);
-              throw err;
-            } finally {
-              span.end();
-            }
-          },
+          (span) => ending(span, run),
         );
       const traced = (filter: string, handler: MessageHandler): MessageHandler => {
         return (message) =>
@@ -243,16 +253,7 @@ export const startOtel = (
               },
             },
             ROOT_CONTEXT,
-            async (span) => {
-              try {
-                await handler(message);
-              } catch (err) {
-                fail(span, err);
-                throw err;
-              } finally {
-                span.end();
-              }
-            },
+            (span) => ending(span, () => handler(message)),
           );
       };
       return {
@@ -295,17 +296,7 @@ export const startOtel = (
             'db.query.text': text.length > 2_000 ? `${text.slice(0, 2_000)}...` : text,
           },
         });
-        return (query(...args) as Promise<unknown>).then(
-          (result) => {
-            span.end();
-            return result;
-          },
-          (err: unknown) => {
-            fail(span, err);
-            span.end();
-            throw err;
-          },
-        );
+        return ending(span, () => query(...args) as Promise<unknown>);
       };
       (pool as unknown as { query: typeof patched }).query = patched;
     },
@@ -314,73 +305,63 @@ export const startOtel = (
       const operation = GENAI_OPERATION[c.request.operation] ?? c.request.operation;
       const lane = c.provider ?? c.attempts.at(-1)?.provider ?? null;
       const provider = lane === null ? null : (GENAI_PROVIDER[lane] ?? lane);
-      const base: Attributes = {
-        'gen_ai.operation.name': operation,
-        ...(provider ? { 'gen_ai.provider.name': provider, 'gen_ai.system': provider } : {}),
-        ...(c.modelServed ? { 'gen_ai.response.model': c.providerModelId ?? c.modelServed } : {}),
-      };
-      const seconds = (c.finishedAt.getTime() - c.startedAt.getTime()) / 1_000;
       const errorType = c.status === 'error' ? (c.errorCode ?? c.errorType ?? 'error') : null;
-      // Metrics by the model of the endpoint that served (the registry's names, not what a client typed).
-      const metricAttributes: Attributes = {
-        ...base,
-        ...(c.modelServed ? { 'gen_ai.request.model': c.modelServed } : {}),
+      const base = {
+        'gen_ai.operation.name': operation,
+        'gen_ai.provider.name': provider,
+        'gen_ai.system': provider,
+        'gen_ai.response.model': c.modelServed ? (c.providerModelId ?? c.modelServed) : null,
       };
-      operationDuration.record(seconds, {
-        ...metricAttributes,
-        ...(errorType ? { 'error.type': errorType } : {}),
-      });
+      // Metrics by the model of the endpoint that served (the registry's names, not what a client typed).
+      const metricAttributes = known({ ...base, 'gen_ai.request.model': c.modelServed });
+      operationDuration.record(
+        (c.finishedAt.getTime() - c.startedAt.getTime()) / 1_000,
+        known({ ...metricAttributes, 'error.type': errorType }),
+      );
       if (c.usage) {
         tokenUsage.record(c.usage.prompt_tokens, { ...metricAttributes, 'gen_ai.token.type': 'input' });
         tokenUsage.record(c.usage.completion_tokens, { ...metricAttributes, 'gen_ai.token.type': 'output' });
       }
       if (!tracing) return;
-      const parent = serving.get(c.requestId)?.ctx ?? context.active();
       const request = c.request;
       const span = tracer.startSpan(
         `${operation} ${c.modelServed ?? request.model}`,
         {
           kind: SpanKind.CLIENT,
           startTime: c.startedAt,
-          attributes: {
+          attributes: known({
             ...base,
             'gen_ai.request.model': request.model,
-            ...(request.maxTokens !== undefined ? { 'gen_ai.request.max_tokens': request.maxTokens } : {}),
-            ...(request.temperature !== undefined
-              ? { 'gen_ai.request.temperature': request.temperature }
-              : {}),
-            ...(request.topP !== undefined ? { 'gen_ai.request.top_p': request.topP } : {}),
-            ...(c.usage
-              ? {
-                  'gen_ai.usage.input_tokens': c.usage.prompt_tokens,
-                  'gen_ai.usage.output_tokens': c.usage.completion_tokens,
-                  ...(c.usage.prompt_tokens_details?.cached_tokens
-                    ? { 'gen_ai.usage.cache_read.input_tokens': c.usage.prompt_tokens_details.cached_tokens }
-                    : {}),
-                }
-              : {}),
+            'gen_ai.request.max_tokens': request.maxTokens,
+            'gen_ai.request.temperature': request.temperature,
+            'gen_ai.request.top_p': request.topP,
+            'gen_ai.usage.input_tokens': c.usage?.prompt_tokens,
+            'gen_ai.usage.output_tokens': c.usage?.completion_tokens,
+            'gen_ai.usage.cache_read.input_tokens': c.usage?.prompt_tokens_details?.cached_tokens || null,
             'svc.request_id': c.requestId,
             'svc.stream': request.stream,
-            ...(lane ? { 'svc.lane': lane } : {}),
-            ...(c.pricing
-              ? { 'svc.billing_status': c.pricing.billing_status, 'svc.cost_usd': c.pricing.total }
-              : {}),
+            'svc.lane': lane,
+            'svc.billing_status': c.pricing?.billing_status,
+            'svc.cost_usd': c.pricing?.total,
             'svc.attempts': c.attempts.length,
-            ...(errorType ? { 'error.type': errorType } : {}),
-          },
+            'error.type': errorType,
+          }),
         },
-        parent,
+        serving.get(c.requestId)?.ctx ?? context.active(),
       );
       for (const a of c.attempts)
-        span.addEvent('gen_ai.attempt', {
-          'svc.lane': a.provider,
-          'gen_ai.request.model': a.model,
-          'svc.outcome': a.outcome,
-          'svc.latency_ms': a.latency_ms,
-          ...(a.status_code !== null ? { 'http.response.status_code': a.status_code } : {}),
-          ...(a.kind ? { 'error.type': a.kind } : {}),
-          ...(a.upstream_request_id ? { 'svc.upstream_request_id': a.upstream_request_id } : {}),
-        });
+        span.addEvent(
+          'gen_ai.attempt',
+          known({
+            'svc.lane': a.provider,
+            'gen_ai.request.model': a.model,
+            'svc.outcome': a.outcome,
+            'svc.latency_ms': a.latency_ms,
+            'http.response.status_code': a.status_code,
+            'error.type': a.kind,
+            'svc.upstream_request_id': a.upstream_request_id || null,
+          }),
+        );
       if (errorType) span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
       span.end(c.finishedAt);
     },

@@ -1,9 +1,3 @@
-import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
-import type { Bus } from '../events/bus.js';
-import type { Pool } from '../events/postgres/pool.js';
-import type { CompletedRequest } from '../gateway/completed.js';
-
 /**
  * The service's own OpenTelemetry (SPEC 4.3: "native OTLP export of operator telemetry goes to a
  * collector"): with the standard `OTEL_EXPORTER_OTLP_*` variables set, a process exports its spans
@@ -11,18 +5,8 @@ import type { CompletedRequest } from '../gateway/completed.js';
  * deliveries, PostgreSQL queries) and its metrics over OTLP/HTTP. Unset, nothing of OpenTelemetry
  * is loaded: the implementation (telemetry-otel.ts) is imported only here, only then.
  */
-export interface Telemetry {
-  /** Server spans and `http.server.request.duration` for every route of the app. */
-  instrumentHttp(app: FastifyInstance): void;
-  /** The bus, with a producer span per publish and a consumer span per delivery. */
-  traceBus(bus: Bus): Bus;
-  /** Client spans for the pool's queries made inside a traced operation (a request, a delivery). */
-  tracePool(pool: Pool, database: string): void;
-  /** The gateway's model call of a finished request: its GenAI span and metrics. */
-  onCompleted(completed: CompletedRequest): void;
-  /** Flushes what is buffered and stops exporting. */
-  shutdown(): Promise<void>;
-}
+import type { Logger } from 'pino';
+import type { Telemetry } from './role.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

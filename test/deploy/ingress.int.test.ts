@@ -1,14 +1,11 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { type RunningService, startService } from '../../src/cli/service.js';
-import { loadConfig } from '../../src/config/config.js';
+import type { RunningService } from '../../src/cli/service.js';
 import type { ServedRoute } from '../../src/edges/http/server.js';
-import { ROLE_NAMES } from '../../src/roles/role.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { startEveryRole } from '../helpers/every-role.js';
 
 // deploy/k8s runs one Deployment per role (ARCHITECTURE.md roles) behind one Ingress. Held here
 // to the code: every HTTP route a role registers, with every role in one process, reaches that
@@ -40,9 +37,8 @@ interface Rule {
 const docs: Doc[] = [];
 let rules: Rule[] = [];
 let fallback = '';
-let db: TestDatabase;
-let dataDir: string;
-let service: RunningService | null = null;
+let stop: (() => Promise<void>) | null = null;
+let service: RunningService;
 let routes: ServedRoute[] = [];
 
 const elements = (path: string) => path.split('/').filter(Boolean);
@@ -89,26 +85,12 @@ beforeAll(async () => {
     })),
   );
 
-  db = await createTestDatabase();
-  dataDir = await mkdtemp(join(tmpdir(), 'svc-ingress-'));
-  const config = loadConfig({
-    SVC_DATABASE_URL: db.url,
-    SVC_DATA_DIR: dataDir,
-    SVC_HTTP_HOST: '127.0.0.1',
-    SVC_HTTP_PORT: '0',
-    SVC_GRPC_PORT: '0',
-    SVC_SERVE_DATA_PROCESS: 'inline',
-    SVC_LOG_LEVEL: 'warn',
-    SVC_ADMIN_TOKEN: 'admin-ingress-test-token',
-  });
-  service = await startService(config, { roles: [...ROLE_NAMES] });
+  ({ service, stop } = await startEveryRole('ingress'));
   routes = service.routes.filter((r) => r.method !== 'HEAD');
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
-  await db?.drop();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await stop?.();
 });
 
 describe('deploy/k8s: one Deployment per role behind one Ingress', () => {

@@ -1,14 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningService, startService } from '../../src/cli/service.js';
-import { loadConfig } from '../../src/config/config.js';
+import type { RunningService } from '../../src/cli/service.js';
 import { openApiPath } from '../../src/edges/http/openapi.js';
 import type { ServedRoute } from '../../src/edges/http/server.js';
-import { ROLE_NAMES } from '../../src/roles/role.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { startEveryRole } from '../helpers/every-role.js';
 
 // The OpenAPI 3.1 document at /openapi.json (issue: conventions, item 1), held to the process that
 // serves it, with every role in one process: an independent OpenAPI 3.1 validator accepts it; every
@@ -25,26 +20,13 @@ interface Operation {
 }
 type Doc = { openapi: string; paths: Record<string, Record<string, Operation>> };
 
-let db: TestDatabase;
-let dataDir: string;
-let service: RunningService | null = null;
+let stop: (() => Promise<void>) | null = null;
+let service: RunningService;
 let routes: ServedRoute[] = [];
 let doc: Doc;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  dataDir = await mkdtemp(join(tmpdir(), 'svc-openapi-'));
-  const config = loadConfig({
-    SVC_DATABASE_URL: db.url,
-    SVC_DATA_DIR: dataDir,
-    SVC_HTTP_HOST: '127.0.0.1',
-    SVC_HTTP_PORT: '0',
-    SVC_GRPC_PORT: '0',
-    SVC_SERVE_DATA_PROCESS: 'inline',
-    SVC_LOG_LEVEL: 'warn',
-    SVC_ADMIN_TOKEN: 'admin-openapi-test-token',
-  });
-  service = await startService(config, { roles: [...ROLE_NAMES] });
+  ({ service, stop } = await startEveryRole('openapi'));
   routes = service.routes.filter((r) => r.method !== 'HEAD');
   const res = await fetch(`${service.httpUrl}/openapi.json`);
   expect(res.status).toBe(200);
@@ -53,9 +35,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
-  await db?.drop();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await stop?.();
 });
 
 const operations = () =>
@@ -89,7 +69,7 @@ describe('GET /openapi.json', () => {
     const unrouted: string[] = [];
     for (const { path, method } of operations()) {
       const url = path.replace(/\{[^}]+\}/g, 'x1');
-      const res = await fetch(`${service!.httpUrl}${url}`, {
+      const res = await fetch(`${service.httpUrl}${url}`, {
         method,
         redirect: 'manual',
         ...(method === 'GET' || method === 'DELETE'
@@ -102,7 +82,7 @@ describe('GET /openapi.json', () => {
     }
     expect(unrouted).toEqual([]);
     // And the check can fail: a path no role serves is told apart.
-    const none = await fetch(`${service!.httpUrl}/api/no-such-route-x1`);
+    const none = await fetch(`${service.httpUrl}/api/no-such-route-x1`);
     expect(none.status).toBe(404);
     expect(UNROUTED.test(await none.text())).toBe(true);
   }, 120_000);

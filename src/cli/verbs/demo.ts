@@ -1,16 +1,14 @@
 import type { Command } from 'commander';
-import type { CommandContext } from '../../commands/decider.js';
-import { upsertEndpoint } from '../../commands/registry/handler.js';
 import { describeError } from '../../lib/errors.js';
-import { newId } from '../../lib/ids.js';
-import { catchUpRegistry, sharedFactsFrom } from '../../projections/registry/queries.js';
-import { CAPABILITIES, type Capabilities } from '../../providers/endpoint.js';
 import { makeControlPlane } from '../../roles/control-plane.js';
 import { makeWalletService } from '../../roles/wallet.js';
 import { ECHO_MODEL, type EchoUpstream, startEchoUpstream } from '../demo/echo-upstream.js';
+import { type ApiTarget, callApi } from '../http-client.js';
 import { CliError, emit } from '../output.js';
 import { ownHttpUrl, readConfig, withEventStore } from '../runtime.js';
+import { capabilitiesOption, upsertByHand } from './registry.js';
 import { usd } from './registry-prices.js';
+import { bootstrap } from './tenancy.js';
 
 /**
  * `svc demo`: a newcomer's first request start to finish, without a provider account. Beside a
@@ -26,6 +24,7 @@ export const DEMO_MODEL = 'demo-echo';
 const DEMO_PRICES = { input: '0.000001', output: '0.000002', cacheRead: '0.0000005' };
 const operator = { id: 'cli' };
 const admin = { id: 'admin' };
+const DEMO = { workspace: 'Demo', org: 'Demo', project: 'Demo' };
 
 interface DemoOptions {
   url?: string;
@@ -67,79 +66,48 @@ const until = async <T>(ms: number, what: string, fn: () => Promise<T | undefine
   }
 };
 
-const getJson = async (url: string, token: string): Promise<{ status: number; body: unknown }> => {
-  const res = await fetch(url, {
-    headers: { authorization: `Bearer ${token}` },
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {}
-  return { status: res.status, body };
-};
-
 /** The workspace, the lane and its key, the wallet: each step is idempotent, so a second demo reuses them. */
 const setUp = (opts: DemoOptions, echo: EchoUpstream): Promise<Setup> =>
   withEventStore(async ({ store, db, secrets, config }) => {
     const cp = makeControlPlane(store, db.pool, secrets.masterKey, undefined, {
       allowPrivateDestinations: true,
     });
-    const ws = await cp.createWorkspace(operator, 'Demo', { ifMissing: true });
-    const org = await cp.createOrganization(operator, ws.workspace_id, 'Demo', { ifMissing: true });
-    const project = await cp.createProject(operator, org.org_id, 'Demo', { ifMissing: true });
-    const key = await cp.createApiKey(operator, project.project_id, 'demo');
+    const tenant = await bootstrap(cp, DEMO, 'demo');
     say(
       opts,
-      `  workspace Demo ${ws.workspace_id}, project ${project.project_id}, API key ${key.api_key_id}`,
+      `  workspace Demo ${tenant.workspace_id}, project ${tenant.project_id}, API key ${tenant.api_key_id}`,
     );
 
-    const context = (): CommandContext => ({
-      commandId: newId('cmd'),
-      actor: 'operator:cli',
-      now: new Date().toISOString(),
-    });
-    const capabilities = Object.fromEntries(
-      CAPABILITIES.map((c) => [c, c === 'chat' || c === 'streaming']),
-    ) as Capabilities;
-    await catchUpRegistry(db.pool);
-    await upsertEndpoint(
-      store,
-      sharedFactsFrom(db.pool),
-      {
-        lane: DEMO_LANE,
-        adapter: 'openai',
-        endpoint: {
-          model: DEMO_MODEL,
-          provider_model_id: ECHO_MODEL,
-          base_url: echo.url,
-          display_name: 'Demo echo (svc demo)',
-          family: '',
-          release_date: null,
-          description: 'A local echo upstream started by svc demo; it answers with the last user message.',
-          capabilities,
-          input_modalities: ['text'],
-          output_modalities: ['text'],
-          context_length: 128_000,
-          max_output_tokens: 4_096,
-          enabled: true,
-        },
-        inputPricePerToken: DEMO_PRICES.input,
-        outputPricePerToken: DEMO_PRICES.output,
-        extraPrices: [
-          {
-            meter: 'cache_read_token',
-            modality: 'text',
-            cache_ttl: null,
-            tool_type: null,
-            unit_price: DEMO_PRICES.cacheRead,
-          },
-        ],
+    await upsertByHand(db, store, {
+      lane: DEMO_LANE,
+      adapter: 'openai',
+      endpoint: {
+        model: DEMO_MODEL,
+        provider_model_id: ECHO_MODEL,
+        base_url: echo.url,
+        display_name: 'Demo echo (svc demo)',
+        family: '',
+        release_date: null,
+        description: 'A local echo upstream started by svc demo; it answers with the last user message.',
+        capabilities: capabilitiesOption('chat,streaming'),
+        input_modalities: ['text'],
+        output_modalities: ['text'],
+        context_length: 128_000,
+        max_output_tokens: 4_096,
+        enabled: true,
       },
-      context(),
-    );
-    await catchUpRegistry(db.pool);
+      inputPricePerToken: DEMO_PRICES.input,
+      outputPricePerToken: DEMO_PRICES.output,
+      extraPrices: [
+        {
+          meter: 'cache_read_token',
+          modality: 'text',
+          cache_ttl: null,
+          tool_type: null,
+          unit_price: DEMO_PRICES.cacheRead,
+        },
+      ],
+    });
     await cp.setPlatformKey(operator, {
       provider: 'openai',
       lane: DEMO_LANE,
@@ -153,23 +121,19 @@ const setUp = (opts: DemoOptions, echo: EchoUpstream): Promise<Setup> =>
     );
 
     const wallet = makeWalletService(store, db.pool, config, null);
-    const grant = await wallet.grant(admin, ws.workspace_id, {
+    const grant = await wallet.grant(admin, tenant.workspace_id, {
       amountUsd: opts.funding,
       reason: 'svc demo: first funding of the Demo workspace',
       idempotencyKey: 'svc-demo-funding',
       via: 'cli',
     });
-    const balance = await wallet.reads.balance(ws.workspace_id);
+    const balance = await wallet.reads.balance(tenant.workspace_id);
     say(
       opts,
       `  wallet: ${grant.created ? `granted ${grant.transaction.amount_usd} USD` : 'funded by an earlier svc demo'}; balance ${balance.balance_usd} USD`,
     );
     return {
-      workspace_id: ws.workspace_id,
-      org_id: org.org_id,
-      project_id: project.project_id,
-      api_key_id: key.api_key_id,
-      api_key: key.api_key,
+      ...tenant,
       funded: { amount_usd: grant.transaction.amount_usd, already: !grant.created },
       adminToken: secrets.adminToken,
     };
@@ -236,19 +200,32 @@ const runDemo = async (opts: DemoOptions) => {
       opts,
       '3. its request row in the query API and its charge in the wallet ledger (recorded within seconds)',
     );
-    const q = `${url}/api/requests/${reply.request_id}?org_id=${setup.org_id}`;
-    const row = await until(60_000, `the request row of ${reply.request_id}`, async () => {
-      const r = await getJson(q, setup.adminToken);
-      return r.status === 200 ? (r.body as Record<string, unknown>) : undefined;
-    });
-    const ledgerUrl = `${url}/api/workspaces/${setup.workspace_id}/wallet/transactions?limit=50`;
+    // Until ingest has recorded it, the row is a 404: `until` tries again.
+    const api: ApiTarget = { url, token: setup.adminToken };
+    const row = await until(60_000, `the request row of ${reply.request_id}`, () =>
+      callApi<Record<string, unknown>>(
+        api,
+        'the query API',
+        'GET',
+        `/api/requests/${reply.request_id}?org_id=${setup.org_id}`,
+      ),
+    );
+    const ledger = `/api/workspaces/${setup.workspace_id}/wallet/transactions?limit=50`;
     const charge = await until(60_000, `the ledger charge of ${reply.request_id}`, async () => {
-      const r = await getJson(ledgerUrl, setup.adminToken);
-      const lines = (r.body as { data?: { kind: string; id: string; amount_usd: string }[] }).data ?? [];
-      return lines.find((l) => l.kind === 'charge' && l.id === reply.request_id);
+      const lines = await callApi<{ data: { kind: string; id: string; amount_usd: string }[] }>(
+        api,
+        'the wallet API',
+        'GET',
+        ledger,
+      );
+      return lines.data.find((l) => l.kind === 'charge' && l.id === reply.request_id);
     });
-    const wallet = (await getJson(`${url}/api/workspaces/${setup.workspace_id}/wallet`, setup.adminToken))
-      .body as { balance_usd?: string };
+    const wallet = await callApi<{ balance_usd?: string }>(
+      api,
+      'the wallet API',
+      'GET',
+      `/api/workspaces/${setup.workspace_id}/wallet`,
+    );
 
     const out = {
       url,

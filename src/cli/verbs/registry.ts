@@ -141,7 +141,7 @@ const modalitiesOption = (value: string, flag: string): Modality[] => {
   return MODALITIES.filter((m) => parts.includes(m));
 };
 
-const capabilitiesOption = (value: string): Capabilities => {
+export const capabilitiesOption = (value: string): Capabilities => {
   const parts = value
     .split(',')
     .map((p) => p.trim())
@@ -170,6 +170,21 @@ interface UpsertOptions extends ExtraPriceOptions {
   outputPricePerToken: string;
   json?: boolean;
 }
+
+/**
+ * An operator's endpoint with pinned prices (`svc registry upsert`, and `svc demo`'s lane), the
+ * registry read model brought up to date before (shared facts) and after (the answer).
+ */
+export const upsertByHand = async (
+  db: Database,
+  store: PostgresEventStore,
+  input: Parameters<typeof upsertEndpoint>[2],
+) => {
+  await catchUpRegistry(db.pool);
+  const r = await upsertEndpoint(store, sharedFactsFrom(db.pool), input, context());
+  await catchUpRegistry(db.pool);
+  return r;
+};
 
 const runUpsert = async (opts: UpsertOptions) => {
   const adapter = adapterOf(opts.adapter);
@@ -204,12 +219,7 @@ const runUpsert = async (opts: UpsertOptions) => {
     extraPrices: extraPrices(opts),
   };
   const unpriced = unpricedWarning(adapter, `${lane}/${opts.model}`, input.extraPrices);
-  const result = await withDatabase(async (db, store) => {
-    await catchUpRegistry(db.pool);
-    const r = await upsertEndpoint(store, sharedFactsFrom(db.pool), input, context());
-    await catchUpRegistry(db.pool);
-    return r;
-  });
+  const result = await withDatabase((db, store) => upsertByHand(db, store, input));
   const card = result.events.find((e) => e.type === 'RateCardActivated');
   emit(
     opts.json,

@@ -46,6 +46,28 @@ const discover = async (ref: CredentialRef, opts: { apply?: boolean; json?: bool
   emit(opts.json, report, formatDiscovery);
 };
 
+/**
+ * A workspace, organization and project, each made when missing (by name), and a new API key of
+ * the project: `svc bootstrap`, and `svc demo`'s tenant.
+ */
+export const bootstrap = async (
+  cp: ControlPlane,
+  names: { workspace: string; org: string; project: string },
+  keyName: string,
+) => {
+  const ws = await cp.createWorkspace(cli, names.workspace, { ifMissing: true });
+  const org = await cp.createOrganization(cli, ws.workspace_id, names.org, { ifMissing: true });
+  const project = await cp.createProject(cli, org.org_id, names.project, { ifMissing: true });
+  const key = await cp.createApiKey(cli, project.project_id, keyName);
+  return {
+    workspace_id: ws.workspace_id,
+    org_id: org.org_id,
+    project_id: project.project_id,
+    api_key_id: key.api_key_id,
+    api_key: key.api_key,
+  };
+};
+
 export const registerTenancyCommands = (program: Command): void => {
   program
     .command('bootstrap')
@@ -57,19 +79,7 @@ export const registerTenancyCommands = (program: Command): void => {
     .option('--json', 'print JSON')
     .action(
       async (opts: { workspace: string; org: string; project: string; keyName: string; json?: boolean }) => {
-        const out = await withControlPlane(async (cp) => {
-          const ws = await cp.createWorkspace(cli, opts.workspace, { ifMissing: true });
-          const org = await cp.createOrganization(cli, ws.workspace_id, opts.org, { ifMissing: true });
-          const project = await cp.createProject(cli, org.org_id, opts.project, { ifMissing: true });
-          const key = await cp.createApiKey(cli, project.project_id, opts.keyName);
-          return {
-            workspace_id: ws.workspace_id,
-            org_id: org.org_id,
-            project_id: project.project_id,
-            api_key_id: key.api_key_id,
-            api_key: key.api_key,
-          };
-        });
+        const out = await withControlPlane((cp) => bootstrap(cp, opts, opts.keyName));
         emit(opts.json, out, (o) =>
           [
             `workspace ${o.workspace_id}`,

@@ -30,16 +30,16 @@ export interface DocumentedRoute {
   doc?: RouteDoc;
 }
 
-/** The public specifications of the two dialects the gateway speaks. */
-export const DIALECT_SPECS = {
-  openai: 'https://github.com/openai/openai-openapi',
-  anthropic: 'https://docs.anthropic.com/en/api/messages',
+/** The two dialects the gateway speaks, and their public specifications. */
+const DIALECTS = {
+  openai: { name: 'OpenAI', spec: 'https://github.com/openai/openai-openapi' },
+  anthropic: { name: 'Anthropic', spec: 'https://docs.anthropic.com/en/api/messages' },
 } as const;
 
-const dialectOf = (url: string): 'openai' | 'anthropic' | null => {
+const dialectOf = (url: string): (typeof DIALECTS)[keyof typeof DIALECTS] | null => {
   if (url === '/v1/traces' || url.startsWith('/v1/traces/')) return null;
-  if (url.startsWith('/v1/') || url.startsWith('/v1beta/')) return 'openai';
-  if (url.startsWith('/alt/')) return 'anthropic';
+  if (url.startsWith('/v1/') || url.startsWith('/v1beta/')) return DIALECTS.openai;
+  if (url.startsWith('/alt/')) return DIALECTS.anthropic;
   return null;
 };
 
@@ -75,51 +75,47 @@ const bodySchema = (schema: z.ZodType): Record<string, unknown> => {
   }
 };
 
-const operationOf = (route: DocumentedRoute, params: string[]): Record<string, unknown> => {
+/** One operation; a field left undefined is not written (the document is served as JSON). */
+const operationOf = (route: DocumentedRoute, path: string, params: string[]): Record<string, unknown> => {
   const doc = route.doc ?? {};
   const dialect = dialectOf(route.url);
-  const op: Record<string, unknown> = {
-    operationId: `${route.method.toLowerCase()}${openApiPath(route.url)
-      .path.replace(/[{}]/g, '')
-      .split(/[^A-Za-z0-9]+/)
-      .filter(Boolean)
-      .map((w) => w[0]!.toUpperCase() + w.slice(1))
-      .join('')}`,
+  const words = path
+    .replace(/[{}]/g, '')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean);
+  const isPublic = doc.public || (route.role === 'server' && PUBLIC_SERVER_ROUTES.has(route.url));
+  return {
+    operationId: `${route.method.toLowerCase()}${words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}`,
     tags: [route.role],
     summary: doc.summary ?? `${route.method} ${route.url}`,
-    ...(doc.description ? { description: doc.description } : {}),
+    description: doc.description,
     parameters: params.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
     responses: {
       default: {
         description: dialect
-          ? `As the ${dialect === 'openai' ? 'OpenAI' : 'Anthropic'} API answers; errors in its envelope`
+          ? `As the ${dialect.name} API answers; errors in its envelope`
           : 'The answer; errors as {"error": code, "message": text}',
       },
     },
+    externalDocs: dialect
+      ? { description: `The ${dialect.name} API specification of this operation`, url: dialect.spec }
+      : undefined,
+    requestBody: doc.body
+      ? { required: true, content: { 'application/json': { schema: bodySchema(doc.body) } } }
+      : undefined,
+    security: isPublic ? [] : undefined,
   };
-  if (dialect)
-    op.externalDocs = {
-      description: `The ${dialect === 'openai' ? 'OpenAI' : 'Anthropic'} API specification of this operation`,
-      url: DIALECT_SPECS[dialect],
-    };
-  if (doc.body)
-    op.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(doc.body) } } };
-  if (doc.public || (route.role === 'server' && PUBLIC_SERVER_ROUTES.has(route.url))) op.security = [];
-  return op;
 };
 
 /** The document; HEAD routes fastify adds beside every GET are left out (they answer as the GET does). */
 export const openApiDocument = (routes: readonly DocumentedRoute[]): Record<string, unknown> => {
   const paths: Record<string, Record<string, unknown>> = {};
-  const seen = new Set<string>();
   for (const route of routes) {
     if (route.method === 'HEAD' || route.method === 'OPTIONS') continue;
     const { path, params } = openApiPath(route.url);
-    const key = `${route.method} ${path}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
+    const method = route.method.toLowerCase();
     paths[path] ??= {};
-    paths[path][route.method.toLowerCase()] = operationOf(route, params);
+    paths[path][method] ??= operationOf(route, path, params);
   }
   const sorted = Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b)));
   return {
@@ -129,8 +125,8 @@ export const openApiDocument = (routes: readonly DocumentedRoute[]): Record<stri
       version: VERSION,
       description:
         'The HTTP surface of this process: the roles it serves, their /api routes and the process routes. ' +
-        `/v1 follows the OpenAI API (${DIALECT_SPECS.openai}) and /alt the Anthropic Messages API ` +
-        `(${DIALECT_SPECS.anthropic}); their operations are listed and not restated.`,
+        `/v1 follows the OpenAI API (${DIALECTS.openai.spec}) and /alt the Anthropic Messages API ` +
+        `(${DIALECTS.anthropic.spec}); their operations are listed and not restated.`,
     },
     components: {
       securitySchemes: {

@@ -12,7 +12,7 @@ import { Histogram, type Registry } from 'prom-client';
 import { renderAltError, renderApiError, renderPrimaryError, ServiceError } from '../../lib/errors.js';
 import type { HealthRegistry } from '../../lib/health.js';
 import { isCorrelationId, newId } from '../../lib/ids.js';
-import { labelled } from '../../lib/metrics.js';
+import { childrenOf } from '../../lib/metrics.js';
 import { type DocumentedRoute, openApiDocument, type RouteDoc } from './openapi.js';
 
 /** A part of the process that serves HTTP routes (a role): its name, and its routes in their own scope. */
@@ -87,23 +87,20 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
   acceptEmptyJsonBodies(app);
   options.instrument?.(app);
 
-  const duration = new Histogram({
-    name: 'svc_http_request_duration_seconds',
-    help: 'HTTP request duration by route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [options.metrics],
-  });
+  const duration = childrenOf(
+    new Histogram({
+      name: 'svc_http_request_duration_seconds',
+      help: 'HTTP request duration by route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [options.metrics],
+    }),
+  );
   // Callback-style hooks: an async hook costs every request a promise and a microtask turn.
-  const durationBy = new Map<string, ReturnType<typeof duration.labels>>();
   app.addHook('onResponse', (request, reply, done) => {
-    labelled(
-      durationBy,
-      duration,
-      request.method,
-      request.routeOptions.url ?? 'unmatched',
-      String(reply.statusCode),
-    ).observe(reply.elapsedTime / 1_000);
+    duration(request.method, request.routeOptions.url ?? 'unmatched', String(reply.statusCode)).observe(
+      reply.elapsedTime / 1_000,
+    );
     done();
   });
 
@@ -115,25 +112,28 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
-    echoRequestId(request, reply);
+    const echoed = echoedRequestId(request);
+    if (echoed !== null) reply.header('x-request-id', echoed);
     done(null, payload);
   });
 
   // Every route of this process, as registered, for /openapi.json: the process's own (role
   // `server`) and each role's (their scopes below name them).
+  // A role's route is seen twice, by this hook and its scope's (which names the role and tells
+  // options.onRoute); the scope's wins whichever runs first.
   const documented = new Map<string, DocumentedRoute>();
   const note = (role: string | null, route: RouteOptions) => {
     const doc = (route.config as { openapi?: RouteDoc } | undefined)?.openapi;
     for (const method of [route.method].flat()) {
       const key = `${method} ${route.url}`;
-      const known = documented.get(key);
-      if (known && role === null) continue;
+      if (role === null && documented.has(key)) continue;
       documented.set(key, {
-        role: role ?? known?.role ?? 'server',
+        role: role ?? 'server',
         method,
         url: route.url,
         ...(doc ? { doc } : {}),
       });
+      if (role !== null) options.onRoute?.({ role, method, url: route.url });
     }
   };
   app.addHook('onRoute', (route) => note(null, route));
@@ -191,12 +191,7 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
     const { http } = role;
     if (!http) continue;
     await app.register(async (scope) => {
-      const told = options.onRoute;
-      scope.addHook('onRoute', (route) => {
-        note(role.name, route);
-        if (told)
-          for (const method of [route.method].flat()) told({ role: role.name, method, url: route.url });
-      });
+      scope.addHook('onRoute', (route) => note(role.name, route));
       await http(scope);
     });
   }
@@ -204,13 +199,14 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
 };
 
 /**
- * A caller's own `x-request-id` goes back on its answer (the habit of proxies and gateways), when
- * it is a correlation id worth echoing (lib/ids.ts); the service's own id is `x-svc-request-id`.
- * Streams set their headers themselves and call this before they do.
+ * A caller's own `x-request-id`, which goes back on its answer (the habit of proxies and gateways)
+ * when it is a correlation id worth echoing (lib/ids.ts); the service's own id is
+ * `x-svc-request-id`. Every answer echoes it on its way out (onSend); a stream, which writes its
+ * own headers, echoes it when it opens (gateway/client.ts).
  */
-export const echoRequestId = (request: FastifyRequest, reply: FastifyReply): void => {
+export const echoedRequestId = (request: FastifyRequest): string | null => {
   const id = request.headers['x-request-id'];
-  if (isCorrelationId(id)) reply.header('x-request-id', id);
+  return isCorrelationId(id) ? id : null;
 };
 
 /** The error envelope of the surface a path belongs to: /v1 (SPEC 7.1), /alt (SPEC 7.2), else /api. */

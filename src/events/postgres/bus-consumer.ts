@@ -138,9 +138,9 @@ export class PostgresConsumer {
 
   private async dispatch(row: LeasedRow): Promise<void> {
     if (row.exhausted) {
-      await this.bus
-        .moveToDeadLetter(this.name, row, this.options.dlqReason ?? DEFAULT_DLQ_REASON)
-        .catch((err: unknown) => this.report(err));
+      await this.deadLetter(row, this.options.dlqReason ?? DEFAULT_DLQ_REASON).catch((err: unknown) =>
+        this.report(err),
+      );
       return;
     }
     this.inFlight.set(row.seq, Date.now() + this.options.ackWaitMs);
@@ -183,9 +183,15 @@ export class PostgresConsumer {
         this.wake();
       },
       deadLetter: async (reason: string) => {
-        if (settle()) await this.bus.moveToDeadLetter(this.name, row, reason);
+        if (settle()) await this.deadLetter(row, reason);
       },
     };
+  }
+
+  /** Moves the row to the dead letters; like an ack, that may free later messages of its subject. */
+  private async deadLetter(row: LeasedRow, reason: string): Promise<void> {
+    await this.bus.moveToDeadLetter(this.name, row, reason);
+    this.wake();
   }
 
   /** Acks are batched into one DELETE per event-loop turn; each ack resolves when it commits. */

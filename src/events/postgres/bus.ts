@@ -207,8 +207,8 @@ export class PostgresBus implements Bus {
       throw new Error(`bus publish many: ${rows.length} results for ${messages.length} messages`);
     const results = new Array<PublishResult>(messages.length);
     for (const r of rows) results[r.ord - 1] = { duplicate: r.duplicate, seq: Number(r.published_seq) };
-    if (rows.some((r) => !r.duplicate))
-      this.notifySoon(rows.filter((r) => !r.duplicate).map((r) => streams[r.ord - 1]!));
+    const written = rows.filter((r) => !r.duplicate).map((r) => streams[r.ord - 1]!);
+    if (written.length > 0) this.notifySoon(written);
     return results;
   }
 
@@ -295,10 +295,7 @@ export class PostgresBus implements Bus {
         this.windowMs,
       ]),
     );
-    // The dead letter wakes its consumers, and the row's own consumer here and in other processes:
-    // dropping the row frees the later messages of its subject (per-subject order).
-    const home = streamOf(unprefixed(this.prefix, row.subject))?.key;
-    this.notifySoon(home ? ['dlq', home] : ['dlq']);
+    this.notifySoon(['dlq']);
   }
 
   private ensureListener(): void {

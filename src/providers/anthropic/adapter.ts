@@ -1,6 +1,6 @@
 import type { CanonicalRequest } from '../contract.js';
 import { connectionOrLane } from '../destinations.js';
-import { callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
+import { attemptCall, callUpstream, failureFromStatus, readCapped, type UpstreamResponse } from '../http.js';
 import type {
   AttemptFailure,
   AttemptOutcome,
@@ -145,11 +145,8 @@ const post = (
     url,
     headers: anthropicHeaders(request, target, stream),
     body: JSON.stringify(body),
-    signal: target.signal,
-    timeoutMs: target.timeoutMs,
-    bodyTimeoutMs: target.timeoutMs,
     destination: connectionOrLane(target.credentials),
-    onHeaders: target.onHeaders,
+    ...attemptCall(target),
   });
 
 const countTokens = async (request: CanonicalRequest, target: AttemptTarget): Promise<CountOutcome> => {

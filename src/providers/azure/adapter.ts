@@ -1,5 +1,5 @@
 import { formDataBody } from '../form-data.js';
-import { callUpstream } from '../http.js';
+import { attemptCall, callUpstream } from '../http.js';
 import { openAiChatBody, openAiShapedOutcome } from '../openai/adapter.js';
 import {
   embeddingsReply,
@@ -10,7 +10,6 @@ import {
 } from '../openai/operations.js';
 import {
   type AttemptOutcome,
-  type AttemptTarget,
   type JsonOutcome,
   type ProviderAdapter,
   unsupportedOperation,
@@ -22,7 +21,6 @@ import {
   deploymentCall,
   deploymentPath,
   embeddingsRequest,
-  type PreparedRequest,
   responsesRequest,
 } from './requests.js';
 
@@ -35,15 +33,6 @@ import {
  * without a deployment mapping fails every operation before any upstream call, fallback-eligible.
  */
 
-const send = (prepared: PreparedRequest, target: AttemptTarget) =>
-  callUpstream({
-    ...prepared,
-    signal: target.signal,
-    timeoutMs: target.timeoutMs,
-    bodyTimeoutMs: target.timeoutMs,
-    onHeaders: target.onHeaders,
-  });
-
 const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
   id,
   chat: async (request, target): Promise<AttemptOutcome> => {
@@ -54,11 +43,8 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
       url: chatUrl(call.origin, call.deployment, call.metadata.api_version),
       headers: azureHeaders(target.credentials.secret, target.requestId, request.stream),
       body: openAiChatBody(request, target.endpoint.provider_model_id),
-      signal: target.signal,
-      timeoutMs: target.timeoutMs,
-      bodyTimeoutMs: target.timeoutMs,
       destination: call.destination,
-      onHeaders: target.onHeaders,
+      ...attemptCall(target),
     });
     if (!called.ok) return called;
     return openAiShapedOutcome(called.response, request.stream, target.limits);
@@ -68,7 +54,7 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
     if (!prepared.ok) return prepared;
     const { endpoint, credentials } = target;
     const out = embeddingsRequest(request.raw, prepared.call, endpoint, credentials.secret, target.requestId);
-    const called = await send(out, target);
+    const called = await callUpstream({ ...out, ...attemptCall(target) });
     if (!called.ok) return called;
     return jsonOperationOutcome(called.response, {
       stream: false,
@@ -93,10 +79,7 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
       destination: call.destination,
       headers: form ? { ...headers, 'content-type': form.contentType } : headers,
       body: form ? form.body : JSON.stringify(fields),
-      signal: target.signal,
-      timeoutMs: target.timeoutMs,
-      bodyTimeoutMs: target.timeoutMs,
-      onHeaders: target.onHeaders,
+      ...attemptCall(target),
     });
     if (!called.ok) return called;
     return jsonOperationOutcome(called.response, {
@@ -110,7 +93,7 @@ const deploymentHostAdapter = (id: DeploymentHostAdapter): ProviderAdapter => ({
     const prepared = deploymentCall(target.endpoint, target.credentials);
     if (!prepared.ok) return prepared;
     const out = responsesRequest(request.raw, prepared.call, target.credentials.secret, target.requestId);
-    const called = await send(out, target);
+    const called = await callUpstream({ ...out, ...attemptCall(target) });
     if (!called.ok) return called;
     return jsonOperationOutcome(called.response, {
       stream: request.stream,

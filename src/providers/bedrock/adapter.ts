@@ -1,6 +1,6 @@
 import type { CanonicalRequest } from '../contract.js';
 import { type Destination, destinationOf } from '../destinations.js';
-import { callUpstream, readCapped, type UpstreamResponse } from '../http.js';
+import { attemptCall, callUpstream, readCapped, type UpstreamResponse } from '../http.js';
 import type { AttemptFailure, AttemptOutcome, AttemptTarget, ProviderAdapter } from '../provider.js';
 import { type AccessKeyPair, parseAccessKeyPair } from './credentials.js';
 import { runtimeEmbeddings } from './embeddings.js';
@@ -174,11 +174,8 @@ export const postSigned = async (
     url,
     headers,
     body,
-    signal: target.signal,
-    timeoutMs: target.timeoutMs,
-    bodyTimeoutMs: target.timeoutMs,
     destination: call.destination,
-    onHeaders: target.onHeaders,
+    ...attemptCall(target),
   });
   if (!called.ok) return called;
   if (called.response.statusCode !== 200)

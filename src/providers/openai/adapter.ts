@@ -1,7 +1,7 @@
 import type { CanonicalChunk, CanonicalReply, CanonicalRequest, ChatMessage, Usage } from '../contract.js';
 import { connectionOrLane } from '../destinations.js';
 import { formDataBody } from '../form-data.js';
-import { callUpstream, failureFromStatus, sseEvents, type UpstreamResponse } from '../http.js';
+import { attemptCall, callUpstream, failureFromStatus, sseEvents, type UpstreamResponse } from '../http.js';
 import {
   type AttemptOutcome,
   type AttemptTarget,
@@ -141,11 +141,8 @@ const post = (
       'x-svc-request-id': target.requestId,
     },
     body,
-    signal: target.signal,
-    timeoutMs: target.timeoutMs,
-    bodyTimeoutMs: target.timeoutMs,
     destination: connectionOrLane(target.credentials),
-    onHeaders: target.onHeaders,
+    ...attemptCall(target),
   });
 
 /** The inbound JSON with the upstream's model id: the other fields pass through unread. */

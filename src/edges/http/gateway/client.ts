@@ -11,7 +11,7 @@ import {
 import { newId } from '../../../lib/ids.js';
 import type { CanonicalRequest } from '../../../providers/contract.js';
 import type { VectorStores } from '../../../vector-stores/service.js';
-import { echoRequestId } from '../server.js';
+import { echoedRequestId } from '../server.js';
 import { EventStreamWriter } from './event-stream.js';
 import { receivedBytes } from './received-bytes.js';
 
@@ -51,11 +51,11 @@ class ReplyClient implements ClientPort {
   }
 
   openStream(capture: string[] | null): FrameSink {
-    // The caller's own x-request-id, echoed (edges/http/server.ts echoRequestId).
-    const echoed = this.reply.getHeader('x-request-id');
+    // The caller's own x-request-id, echoed here: a hijacked reply passes no onSend hook.
+    const echoed = echoedRequestId(this.reply.request);
     this.reply.hijack();
     const res = this.reply.raw;
-    if (typeof echoed === 'string') res.setHeader('x-request-id', echoed);
+    if (echoed !== null) res.setHeader('x-request-id', echoed);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
@@ -81,7 +81,6 @@ export async function callGateway(
 ): Promise<FastifyReply> {
   const requestId = request.id.startsWith('req_') ? request.id : newId('req');
   reply.header(REQUEST_ID_HEADER, requestId);
-  echoRequestId(request, reply);
   const answer = await serveRequest(deps, {
     canonical,
     dialect,
