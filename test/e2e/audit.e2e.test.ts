@@ -67,15 +67,25 @@ const makeApiKeys = async (projectId: string, n: number) => {
 const status = async (token: string) =>
   (await api('/api/audit', token)).body as { events: number; sealed_events: number; batches: number };
 
-const allSealed = async (token: string, minBatches: number) =>
-  eventually(
-    async () => {
-      const s = await status(token);
-      return s.batches >= minBatches && s.sealed_events === s.events;
-    },
-    30_000,
-    'every audit event sealed',
-  );
+const allSealed = async (token: string, minBatches: number) => {
+  let last: unknown;
+  try {
+    await eventually(
+      async () => {
+        const s = await status(token);
+        last = s;
+        return s.batches >= minBatches && s.sealed_events === s.events;
+      },
+      30_000,
+      'every audit event sealed',
+    );
+  } catch (err) {
+    // What the log stood at and what the server said, so a failure under load can be read.
+    throw new Error(
+      `${(err as Error).message}; last status ${JSON.stringify(last)}; serve: ${gw.serve.output().slice(-4000)}`,
+    );
+  }
+};
 
 const svcCli = (args: string[]) => runSvc(args, { ...gw.env, SVC_AUDIT_URL: gw.serve.httpUrl });
 

@@ -9,6 +9,7 @@ import { leafHash, MerkleTree, verifyConsistency, verifyInclusion } from '../../
 import { archiveKey, type BatchArchive, manifestKey } from '../../audit/model.js';
 import { verifyEvidence } from '../../audit/verify.js';
 import { PostgresBus } from '../../events/postgres/bus.js';
+import type { Pool } from '../../events/postgres/pool.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
 import { FsObjectStore } from '../../objects/fs-store.js';
 import type { ObjectStore } from '../../objects/port.js';
@@ -16,7 +17,7 @@ import { AuditConsumer } from './consumer.js';
 import { publishedKeys, rotateSigningKey } from './keys.js';
 import { appendAuditEvents, type IncomingAuditEvent } from './log.js';
 import { AuditReads } from './reads.js';
-import { sealNextBatch } from './sealer.js';
+import { dueTenants, sealNextBatch } from './sealer.js';
 
 /** SPEC 1.8, 4.8, 6: the audit log, sealing and proofs against a real PostgreSQL and object store. */
 
@@ -276,6 +277,62 @@ describe('the audit log', () => {
       expected = r.tree_size;
     }
     expect(expected).toBe(90);
+  });
+
+  it('an append that commits while a seal waits on its row still leaves the tenant due (oldest_unsealed_at kept)', async () => {
+    // Found by CI: the seal's UPDATE read the next event's arrival time with a snapshot from before the
+    // append committed, set oldest_unsealed_at to NULL, and the tenant's last events (fewer than a
+    // batch) were never due again.
+    const t = 'wsp_seal_append_race';
+    await appendAuditEvents(db.pool, eventsOf(t, 1));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    // The append holds the log row's lock and waits before its COMMIT.
+    const gated = {
+      connect: async () => {
+        const client = await db.pool.connect();
+        const query = client.query.bind(client) as (...a: unknown[]) => Promise<unknown>;
+        return new Proxy(client, {
+          get: (target, key) =>
+            key === 'query'
+              ? async (...a: unknown[]) => {
+                  if (a[0] === 'COMMIT') await gate;
+                  return query(...a);
+                }
+              : Reflect.get(target, key),
+        });
+      },
+    } as unknown as Pool;
+    const appending = appendAuditEvents(gated, eventsOf(t, 1, 1));
+    const waitFor = async (sql: string, params: unknown[]) => {
+      for (let i = 0; i < 500; i++) {
+        if ((await db.pool.query(sql, params)).rows.length > 0) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error(`timed out waiting for ${sql}`);
+    };
+    await waitFor(
+      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE 'UPDATE audit_logs SET size%'",
+      [],
+    );
+    const sealing = sealNextBatch({ pool: db.pool, objects, masterKey }, t, { maxEvents: 4, maxAgeMs: 0 });
+    await waitFor(
+      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE audit_logs SET sealed_size%'",
+      [],
+    );
+    release();
+    await appending;
+    expect(await sealing).toMatchObject({ firstIndex: 0, treeSize: 1 });
+    const { rows } = await db.pool.query(
+      'SELECT size::int, sealed_size::int, oldest_unsealed_at FROM audit_logs WHERE tenant_id = $1',
+      [t],
+    );
+    expect(rows[0]).toMatchObject({ size: 2, sealed_size: 1 });
+    expect(rows[0].oldest_unsealed_at).not.toBeNull();
+    expect(await dueTenants(db.pool, { maxEvents: 4, maxAgeMs: 0 })).toContain(t);
+    expect(await sealAll(t, 4)).toMatchObject([{ firstIndex: 1, treeSize: 2 }]);
   });
 
   it('after a key rotation new heads are signed by the new key and old ones still verify', async () => {

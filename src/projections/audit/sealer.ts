@@ -253,9 +253,13 @@ export const sealNextBatch = (
         archiveBytes.length,
       ],
     );
+    // An append may commit while this UPDATE waits on the row: the row's size is then re-read, but
+    // the subquery keeps this statement's snapshot and misses the new event. Left NULL, the tenant's
+    // last events would never be due by age, so their wait is counted from now instead.
     await client.query(
       `UPDATE audit_logs SET sealed_size = $2, batches = $3, frontier = $4, manifest_sha256 = $5,
-              oldest_unsealed_at = (SELECT received_at FROM audit_events WHERE tenant_id = $1 AND idx = $2)
+              oldest_unsealed_at = CASE WHEN size > $2 THEN COALESCE(
+                (SELECT received_at FROM audit_events WHERE tenant_id = $1 AND idx = $2), clock_timestamp()) END
         WHERE tenant_id = $1`,
       [tenantId, s1, batchNo, Buffer.concat(newFrontier), manifestSha],
     );
