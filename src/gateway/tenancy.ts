@@ -1,7 +1,8 @@
 import { platformKeyAad } from '../commands/connections/events.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { decryptSecret } from '../lib/crypto.js';
-import { CONTROL_PLANE_CATEGORIES } from '../projections/control-plane/projection.js';
+import { CONTROL_PLANE_CATEGORIES, controlPlaneProjection } from '../projections/control-plane/projection.js';
+import { checkpointRevision } from '../projections/runner.js';
 import type { RegistryEndpoint } from '../providers/endpoint.js';
 import type { Credentials } from '../providers/provider.js';
 import type { SnapshotSource } from './snapshot-cache.js';
@@ -83,12 +84,7 @@ export const tenancySource = (
   onDecryptError: (what: string) => void,
 ): SnapshotSource<TenancySnapshot> => ({
   categories: CONTROL_PLANE_CATEGORIES,
-  revision: async () =>
-    (
-      await pool.query<{ position: number }>(
-        "SELECT position FROM svc_projection_checkpoints WHERE name = 'control_plane'",
-      )
-    ).rows[0]?.position ?? 0,
+  revision: () => checkpointRevision(pool, controlPlaneProjection.name),
   load: async () => {
     const [orgs, projects, conns, platform] = await Promise.all([
       pool.query<Row>('SELECT org_id, provider_disallow, tracing FROM rm_orgs'),

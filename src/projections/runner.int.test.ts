@@ -4,7 +4,7 @@ import type { StoredEvent } from '../events/event-store.js';
 import { PostgresEventStore } from '../events/postgres/event-store.js';
 import type { PoolClient } from '../events/postgres/pool.js';
 import type { Projection } from './projection.js';
-import { checkpointOf, ProjectionRunner, rebuildProjection, runBatch } from './runner.js';
+import { checkpointOf, checkpointRevision, ProjectionRunner, rebuildProjection, runBatch } from './runner.js';
 
 // Projection runner (STYLE.md rule 5).
 
@@ -148,5 +148,22 @@ describe('projection runner', () => {
     await rebuildProjection(db.pool, ledger('reference'));
     expect(await rowsOf('versioned')).toEqual(await rowsOf('reference'));
     expect((await checkpointOf(db.pool, 'versioned'))!.version).toBe(2);
+  });
+
+  it("the revision moves when the read model changed, not when the checkpoint only passed other categories' events", async () => {
+    await createLedgerTables('revised');
+    await rebuildProjection(db.pool, ledger('revised'));
+    const built = await checkpointRevision(db.pool, 'revised');
+    expect(built).toBeGreaterThan(0);
+    const before = (await checkpointOf(db.pool, 'revised'))!.position;
+    await store.append('other-2', 'no_stream', [{ messageId: 'noise-2', type: 'Noise', data: {} }]);
+    await runBatch(db.pool, ledger('revised'));
+    expect((await checkpointOf(db.pool, 'revised'))!.position).toBeGreaterThan(before);
+    expect(await checkpointRevision(db.pool, 'revised')).toBe(built);
+    await store.append('acct-0', 'any', [{ messageId: 'revised-1', type: 'Moved', data: { amount: 1 } }]);
+    await runBatch(db.pool, ledger('revised'));
+    expect(await checkpointRevision(db.pool, 'revised')).toBe(built + 1);
+    await runBatch(db.pool, ledger('revised', {}, 2));
+    expect(await checkpointRevision(db.pool, 'revised')).toBe(built + 2);
   });
 });

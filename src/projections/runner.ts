@@ -63,13 +63,30 @@ export const runBatch = async (
     }
     if (events.length < limit) position = Math.max(position, head);
     if (position !== from || rebuilt) {
+      // The revision moves only when the read model changed (checkpointRevision).
       await client.query(
-        'UPDATE svc_projection_checkpoints SET version = $2, position = $3, updated_at = now() WHERE name = $1',
-        [projection.name, version, position],
+        `UPDATE svc_projection_checkpoints SET version = $2, position = $3, updated_at = now(),
+                revision = revision + CASE WHEN $4 THEN 1 ELSE 0 END
+          WHERE name = $1`,
+        [projection.name, version, position, events.length > 0 || rebuilt],
       );
     }
     return { applied: events.length, position, rebuilt };
   });
+
+/**
+ * A number that moves whenever the projection's read model changed, and not when its checkpoint only
+ * moved past other categories' events: what a snapshot cache of the read model polls.
+ */
+export const checkpointRevision = async (pool: Pool, name: string): Promise<number> =>
+  Number(
+    (
+      await pool.query<{ revision: string }>(
+        'SELECT revision FROM svc_projection_checkpoints WHERE name = $1',
+        [name],
+      )
+    ).rows[0]?.revision ?? 0,
+  );
 
 export const checkpointOf = async (pool: Pool, name: string): Promise<CheckpointRow | null> => {
   const { rows } = await pool.query<CheckpointRow>(

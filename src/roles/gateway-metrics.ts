@@ -22,6 +22,8 @@ export interface GatewayMetrics {
   onAttempt(provider: string, outcome: string): void;
   observe(route: string, status: number, stream: boolean, seconds: number, ttfbSeconds: number | null): void;
   onCompleted(completed: CompletedRequest): void;
+  /** An in-memory snapshot of a read model (registry, tenancy, policy) was reloaded. */
+  onReload(snapshot: 'registry' | 'tenancy' | 'policy'): void;
 }
 
 const TOKEN_TYPES = ['input', 'output', 'cache_read', 'cache_write', 'reasoning'] as const;
@@ -104,6 +106,12 @@ export const gatewayMetrics = (registers: Registry[]): GatewayMetrics => {
     LATENCY_BUCKETS,
   );
 
+  const reloads = counter(
+    'svc_gateway_snapshot_reloads_total',
+    "Reloads of the gateway's in-memory snapshots of the registry, tenancy and policies (each follows its read model's revision)",
+    ['snapshot'],
+  );
+
   const pairs = new Set<string>();
   /** The model label of a pair: its own while the budget lasts, `_other` after. */
   const modelLabel = (provider: string, model: string): string => {
@@ -115,6 +123,7 @@ export const gatewayMetrics = (registers: Registry[]): GatewayMetrics => {
   };
 
   return {
+    onReload: (snapshot) => reloads(snapshot).inc(),
     onAttempt: (provider, outcome) => attempts(provider, outcome).inc(),
     observe: (route, status, stream, seconds, ttfbSeconds) => {
       duration(route, String(status), String(stream)).observe(seconds);

@@ -38,7 +38,7 @@ import type { Embedder } from '../vector-stores/ports.js';
 import { VectorStores } from '../vector-stores/service.js';
 import { VectorStoreTables } from '../vector-stores/store.js';
 import { AttachWorker } from '../vector-stores/worker.js';
-import { gatewayMetrics, recordMetrics } from './gateway-metrics.js';
+import { type GatewayMetrics, gatewayMetrics, recordMetrics } from './gateway-metrics.js';
 import type { Role, RoleContext } from './role.js';
 
 /** Adapters by registry adapter id; adding a provider touches this map only (STYLE.md rule 7). */
@@ -75,7 +75,7 @@ const spendSource = (
  * Policy decisions (SPEC 1.9, 4.8): PolicyService over gRPC when POLICY_GRPC_ENDPOINT is set (with
  * its deadline, decision cache and fail mode), else the same evaluation over an in-memory snapshot.
  */
-const policySource = (ctx: RoleContext) => {
+const policySource = (ctx: RoleContext, metrics: GatewayMetrics) => {
   const c = ctx.config;
   const endpoint = c.POLICY_GRPC_ENDPOINT;
   if (endpoint) {
@@ -95,6 +95,7 @@ const policySource = (ctx: RoleContext) => {
     return { port, start: async () => {}, stop: async () => client.close() };
   }
   const snapshot = new SnapshotCache(policySnapshotSource(ctx.pool), ctx.databaseUrl, {
+    onReload: () => metrics.onReload('policy'),
     onError: (err) => ctx.logger.error({ err }, 'policy snapshot refresh failed'),
   });
   return {
@@ -109,7 +110,9 @@ const policySource = (ctx: RoleContext) => {
 export const gatewayRole = (ctx: RoleContext): Role => {
   let publisher: RequestRecordPublisher | null = null;
   const keys = ctx.apiKeys;
+  const metrics = gatewayMetrics([ctx.metrics]);
   const registry = new RegistrySnapshotCache(ctx.pool, ctx.databaseUrl, {
+    onReload: () => metrics.onReload('registry'),
     onError: (err) => ctx.logger.error({ err }, 'registry snapshot refresh failed'),
   });
   const tenancy = new SnapshotCache(
@@ -117,12 +120,14 @@ export const gatewayRole = (ctx: RoleContext): Role => {
       ctx.logger.error({ what }, 'a stored credential does not decrypt with SVC_MASTER_KEY'),
     ),
     ctx.databaseUrl,
-    { onError: (err) => ctx.logger.error({ err }, 'tenancy snapshot refresh failed') },
+    {
+      onReload: () => metrics.onReload('tenancy'),
+      onError: (err) => ctx.logger.error({ err }, 'tenancy snapshot refresh failed'),
+    },
   );
-  const metrics = gatewayMetrics([ctx.metrics]);
   const c = ctx.config;
   const spend = spendSource(ctx);
-  const policy = policySource(ctx);
+  const policy = policySource(ctx, metrics);
   // Policy rate limits hold across every gateway process on this database (fail open, logged once).
   const keyLimits = new SharedRateLimiter(ctx.pool, {
     onError: (err) =>

@@ -541,6 +541,11 @@ describe('selection and policy', () => {
     expect(text).toMatch(/svc_gateway_attempt_total\{provider="openai",outcome="success"\} \d+/);
     expect(text).toMatch(/svc_gateway_attempt_total\{provider="openai",outcome="UpstreamStatus"\} \d+/);
     expect(text).toContain('svc_gateway_time_to_first_byte_seconds_bucket');
+    // Each snapshot's loads, the first at start-up included.
+    for (const snapshot of ['registry', 'tenancy', 'policy'])
+      expect(text).toMatch(
+        new RegExp(`svc_gateway_snapshot_reloads_total\\{snapshot="${snapshot}"\\} [1-9]`),
+      );
     // By provider lane and model, as the ecosystem's dashboards expect (issue: conventions, item 5).
     expect(text).toMatch(/svc_gateway_tokens_total\{provider="openai",model="gpt-4o",type="input"\} [1-9]/);
     expect(text).toMatch(/svc_gateway_cost_usd_total\{provider="openai",model="gpt-4o"\} [0-9.e-]+/);
