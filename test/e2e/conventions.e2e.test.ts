@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -111,6 +112,55 @@ describe('request ids', () => {
       'upstream-failed-1',
       'upstream-served-2',
     ]);
+  });
+});
+
+/** One raw HTTP/1.1 exchange: what the server sent until it closed the socket (or the time ran out). */
+const rawExchange = (path: string, body: unknown, headers: Record<string, string>, timeoutMs = 5_000) =>
+  new Promise<{ text: string; closed: boolean }>((resolve, reject) => {
+    const url = new URL(gw.serve.httpUrl);
+    const socket = connect(Number(url.port), url.hostname);
+    const json = JSON.stringify(body);
+    let text = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ text, closed: false });
+    }, timeoutMs);
+    socket.on('error', reject);
+    socket.on('data', (d: Buffer) => {
+      text += d.toString();
+    });
+    socket.on('end', () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text, closed: true });
+    });
+    socket.write(
+      [
+        `POST ${path} HTTP/1.1`,
+        `host: ${url.host}`,
+        'content-type: application/json',
+        `content-length: ${Buffer.byteLength(json)}`,
+        `authorization: Bearer ${gw.boot.api_key}`,
+        ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+        '',
+        json,
+      ].join('\r\n'),
+    );
+  });
+
+describe('connections', () => {
+  it('a streamed answer to a caller that sent Connection: close says so and closes once done, on /v1 and /alt', async () => {
+    for (const [path, body, last] of [
+      ['/v1/chat/completions', { ...ask, stream: true }, 'data: [DONE]'],
+      ['/alt/v1/messages', { ...ask, max_tokens: 10, stream: true }, 'event: message_stop'],
+    ] as const) {
+      const r = await rawExchange(path, body, { connection: 'close' });
+      expect(r.closed, path).toBe(true);
+      expect(r.text).toMatch(/^HTTP\/1\.1 200/);
+      expect(r.text.toLowerCase()).toContain('\r\nconnection: close\r\n');
+      expect(r.text).toContain(last);
+    }
   });
 });
 

@@ -56,10 +56,11 @@ class ReplyClient implements ClientPort {
     this.reply.hijack();
     const res = this.reply.raw;
     if (echoed !== null) res.setHeader('x-request-id', echoed);
+    // No connection header of our own: Node keeps the connection alive unless the caller sent
+    // Connection: close, and then says close and closes it after the stream (RFC 9112 9.6).
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
-      connection: 'keep-alive',
       [REQUEST_ID_HEADER]: this.requestId,
     });
     return new EventStreamWriter(res, capture);

@@ -64,7 +64,6 @@ export const startLiveStream = (reply: FastifyReply, opened: LiveOpened, what: s
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
   raw.write(': connected\n\n');
