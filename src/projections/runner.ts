@@ -5,7 +5,7 @@ import {
   readHeadPosition,
 } from '../events/postgres/event-store.js';
 import { NotificationListener, Waker } from '../events/postgres/listener.js';
-import { type Pool, withTransaction } from '../events/postgres/pool.js';
+import { namedStatement, type Pool, withTransaction } from '../events/postgres/pool.js';
 import type { Projection } from './projection.js';
 
 export interface BatchResult {
@@ -19,6 +19,23 @@ interface CheckpointRow {
   position: number;
 }
 
+// Every batch of every projection runs these: named, so each is planned once per connection.
+const ensureCheckpoint = namedStatement(
+  'svc_checkpoint_ensure',
+  `INSERT INTO svc_projection_checkpoints (name, version, position) VALUES ($1, $2, 0)
+   ON CONFLICT (name) DO NOTHING`,
+);
+const lockCheckpoint = namedStatement(
+  'svc_checkpoint_lock',
+  'SELECT version, position FROM svc_projection_checkpoints WHERE name = $1 FOR UPDATE',
+);
+const moveCheckpoint = namedStatement(
+  'svc_checkpoint_move',
+  `UPDATE svc_projection_checkpoints SET version = $2, position = $3, updated_at = now(),
+          revision = revision + CASE WHEN $4 THEN 1 ELSE 0 END
+    WHERE name = $1`,
+);
+
 /**
  * Applies one batch: locks the projection's checkpoint row (so two runners never apply one event),
  * rebuilds when the stored version differs, reads the next events and moves the checkpoint, all in
@@ -30,15 +47,8 @@ export const runBatch = async (
   options: { batchSize?: number; forceRebuild?: boolean } = {},
 ): Promise<BatchResult> =>
   withTransaction(pool, async (client) => {
-    await client.query(
-      `INSERT INTO svc_projection_checkpoints (name, version, position) VALUES ($1, $2, 0)
-       ON CONFLICT (name) DO NOTHING`,
-      [projection.name, -1],
-    );
-    const { rows } = await client.query<CheckpointRow>(
-      'SELECT version, position FROM svc_projection_checkpoints WHERE name = $1 FOR UPDATE',
-      [projection.name],
-    );
+    await client.query(ensureCheckpoint([projection.name, -1]));
+    const { rows } = await client.query<CheckpointRow>(lockCheckpoint([projection.name]));
     let { version, position } = rows[0]!;
     let rebuilt = false;
     if (version !== projection.version || options.forceRebuild) {
@@ -64,12 +74,7 @@ export const runBatch = async (
     if (events.length < limit) position = Math.max(position, head);
     if (position !== from || rebuilt) {
       // The revision moves only when the read model changed (checkpointRevision).
-      await client.query(
-        `UPDATE svc_projection_checkpoints SET version = $2, position = $3, updated_at = now(),
-                revision = revision + CASE WHEN $4 THEN 1 ELSE 0 END
-          WHERE name = $1`,
-        [projection.name, version, position, events.length > 0 || rebuilt],
-      );
+      await client.query(moveCheckpoint([projection.name, version, position, events.length > 0 || rebuilt]));
     }
     return { applied: events.length, position, rebuilt };
   });

@@ -1,4 +1,4 @@
-import type { Pool } from '../../events/postgres/pool.js';
+import { namedStatement, type Pool } from '../../events/postgres/pool.js';
 import { ServiceError } from '../../lib/errors.js';
 import { formatUsd, parseUsd } from '../../lib/money.js';
 import type { EscrowPort, HoldRecords, HoldRequest, HoldResult } from './ports.js';
@@ -13,8 +13,10 @@ interface HoldRow {
 }
 
 // A named statement is parsed and planned once per connection, so a hold costs one execute.
-const HOLD_STATEMENT = 'svc_wallet_hold';
-const HOLD_SQL = 'SELECT ok, reason, available_usd FROM svc_wallet_hold($1, $2, $3, $4)';
+const holdStatement = namedStatement(
+  'svc_wallet_hold',
+  'SELECT ok, reason, available_usd FROM svc_wallet_hold($1, $2, $3, $4)',
+);
 
 const RETRY_AFTER_MS = 50;
 /** too_many_connections, cannot_connect_now, or the pool's own connect timeout. */
@@ -46,11 +48,9 @@ export class PostgresEscrow implements EscrowPort, HoldRecords {
   /** A hold under any id (a refund reserves its amount as `refund:<workspace>:<refund_id>`). */
   async place(holdId: string, workspaceId: string, amountUsd: string): Promise<HoldResult> {
     const query = () =>
-      this.pool.query<HoldRow>({
-        name: HOLD_STATEMENT,
-        text: HOLD_SQL,
-        values: [holdId, workspaceId, formatUsd(parseUsd(amountUsd)), this.ttlSeconds],
-      });
+      this.pool.query<HoldRow>(
+        holdStatement([holdId, workspaceId, formatUsd(parseUsd(amountUsd)), this.ttlSeconds]),
+      );
     let rows: HoldRow[];
     try {
       ({ rows } = await query().catch(async (err: unknown) => {

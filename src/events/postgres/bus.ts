@@ -30,11 +30,25 @@ import {
   unprefixed,
 } from '../subjects.js';
 import { type LeasedRow, PostgresConsumer } from './bus-consumer.js';
-import type { Pool } from './pool.js';
+import { namedStatement, type Pool } from './pool.js';
 
 /** Postgres-table adapter of the bus port (migrations/postgres/0002_bus.sql). */
 
 export const BUS_NOTIFY_CHANNEL = 'svc_bus';
+
+const publishOne = namedStatement(
+  'svc_bus_publish',
+  'SELECT published_seq, duplicate FROM svc_bus_publish($1, $2, $3, $4, $5, $6)',
+);
+const publishMany = namedStatement(
+  'svc_bus_publish_many',
+  `SELECT ord, published_seq, duplicate
+     FROM svc_bus_publish_many($1::text[], $2::text[], $3::text[],
+       ARRAY(SELECT substring($4::bytea FROM p.start FOR p.len)
+               FROM unnest($5::integer[], $6::integer[]) WITH ORDINALITY AS p (start, len, ord)
+              ORDER BY p.ord),
+       $7::jsonb[], $8)`,
+);
 
 export interface PostgresBusOptions {
   /** For the LISTEN connection; without it consumers only poll. */
@@ -152,8 +166,14 @@ export class PostgresBus implements Bus {
     if (this.closed) throw new BusUnavailableError('bus is closed');
     const { rows } = await this.run('bus publish', () =>
       this.pool.query<{ published_seq: number; duplicate: boolean }>(
-        'SELECT published_seq, duplicate FROM svc_bus_publish($1, $2, $3, $4, $5, $6)',
-        [stream, subject, options.messageId, data, JSON.stringify(options.headers ?? {}), this.windowMs],
+        publishOne([
+          stream,
+          subject,
+          options.messageId,
+          data,
+          JSON.stringify(options.headers ?? {}),
+          this.windowMs,
+        ]),
       ),
     );
     const row = rows[0]!;
@@ -185,13 +205,7 @@ export class PostgresBus implements Bus {
     });
     const { rows } = await this.run('bus publish many', () =>
       this.pool.query<{ ord: number; published_seq: number; duplicate: boolean }>(
-        `SELECT ord, published_seq, duplicate
-           FROM svc_bus_publish_many($1::text[], $2::text[], $3::text[],
-             ARRAY(SELECT substring($4::bytea FROM p.start FOR p.len)
-                     FROM unnest($5::integer[], $6::integer[]) WITH ORDINALITY AS p (start, len, ord)
-                    ORDER BY p.ord),
-             $7::jsonb[], $8)`,
-        [
+        publishMany([
           streams,
           messages.map((m) => prefixed(this.prefix, m.subject)),
           messages.map((m) => m.messageId),
@@ -200,7 +214,7 @@ export class PostgresBus implements Bus {
           lengths,
           messages.map((m) => JSON.stringify(m.headers ?? {})),
           this.windowMs,
-        ],
+        ]),
       ),
     );
     if (rows.length !== messages.length)

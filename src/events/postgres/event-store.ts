@@ -14,7 +14,7 @@ import {
   VersionConflictError,
 } from '../event-store.js';
 import { NotificationListener, Waker } from './listener.js';
-import type { Pool, PoolClient } from './pool.js';
+import { namedStatement, type Pool, type PoolClient } from './pool.js';
 
 interface EventRow {
   global_position: number;
@@ -46,28 +46,35 @@ const toEvent = (r: EventRow): StoredEvent => ({
 /** Pools and checked-out clients both answer queries: projections read inside their transaction. */
 type Queryable = Pick<Pool, 'query'> | Pick<PoolClient, 'query'>;
 
+// Every projection batch reads these: named, so each is planned once per connection.
+const eventsOfCategoriesAfter = namedStatement(
+  'svc_events_of_categories_after',
+  `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
+   ORDER BY global_position LIMIT $2`,
+);
+const eventsAfter = namedStatement(
+  'svc_events_after',
+  `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
+);
+const headPosition = namedStatement(
+  'svc_head_position',
+  'SELECT last_position FROM svc_event_position WHERE singleton',
+);
+
 /** Events after a global position, in order; optionally only some categories. */
 export const readEventsAfter = async (
   db: Queryable,
   { after, limit, categories }: ReadAllOptions,
 ): Promise<StoredEvent[]> => {
   const { rows } = categories
-    ? await db.query<EventRow>(
-        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
-         ORDER BY global_position LIMIT $2`,
-        [after, limit, categories],
-      )
-    : await db.query<EventRow>(
-        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
-        [after, limit],
-      );
+    ? await db.query<EventRow>(eventsOfCategoriesAfter([after, limit, categories]))
+    : await db.query<EventRow>(eventsAfter([after, limit]));
   return rows.map(toEvent);
 };
 
 /** The last global position committed. */
 export const readHeadPosition = async (db: Queryable): Promise<number> =>
-  (await db.query<{ last_position: number }>('SELECT last_position FROM svc_event_position WHERE singleton'))
-    .rows[0]?.last_position ?? 0;
+  (await db.query<{ last_position: number }>(headPosition())).rows[0]?.last_position ?? 0;
 
 const expectedToSql = (expected: ExpectedVersion): number | null =>
   expected === 'any' ? null : expected === 'no_stream' ? 0 : expected;

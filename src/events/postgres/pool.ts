@@ -9,6 +9,16 @@ export type PoolClient = pg.PoolClient;
 
 const ignore = () => {};
 
+/**
+ * A named statement: PostgreSQL parses it once per connection and, after a few executions, plans it
+ * once too, where an unnamed one is parsed and planned on every call. For the statements every
+ * request runs (bus leases, acks and publishes, the projection runner's checkpoint and reads). One
+ * name, one text: `pg` refuses a name prepared with another text on the same connection.
+ */
+export const namedStatement =
+  (name: string, text: string) =>
+  (values: unknown[] = []): pg.QueryConfig => ({ name, text, values });
+
 export const createPool = (
   connectionString: string,
   options: { max?: number; application?: string } = {},

@@ -1,7 +1,7 @@
 import { WALLET_CATEGORY, type WalletEvent } from '../../commands/wallet/events.js';
 import { balanceEffect } from '../../commands/wallet/ledger.js';
 import type { StoredEvent } from '../../events/event-store.js';
-import type { PoolClient } from '../../events/postgres/pool.js';
+import { namedStatement, type PoolClient } from '../../events/postgres/pool.js';
 import { assertNever } from '../../lib/assert.js';
 import { formatUsd } from '../../lib/money.js';
 import { clearReadModel, type Projection } from '../projection.js';
@@ -17,19 +17,23 @@ const LEDGER_TABLES = [
   'workspace_wallet_auto_refill',
 ];
 
+// Each request's settlement runs these two: named, so each is planned once per connection.
+const addToBalance = namedStatement(
+  'svc_wallet_balance_add',
+  `INSERT INTO workspace_wallet_balances (workspace_id, balance_usd) VALUES ($1, $2)
+   ON CONFLICT (workspace_id) DO UPDATE
+     SET balance_usd = workspace_wallet_balances.balance_usd + EXCLUDED.balance_usd, updated_at = now()`,
+);
+const releaseHold = namedStatement('svc_wallet_release', 'SELECT svc_wallet_release($1, $2)');
+
 const moveBalance = async (c: PoolClient, workspaceId: string, e: WalletEvent): Promise<void> => {
   const effect = balanceEffect(e);
   if (effect === 0n) return;
-  await c.query(
-    `INSERT INTO workspace_wallet_balances (workspace_id, balance_usd) VALUES ($1, $2)
-     ON CONFLICT (workspace_id) DO UPDATE
-       SET balance_usd = workspace_wallet_balances.balance_usd + EXCLUDED.balance_usd, updated_at = now()`,
-    [workspaceId, formatUsd(effect)],
-  );
+  await c.query(addToBalance([workspaceId, formatUsd(effect)]));
 };
 
 const release = (c: PoolClient, holdId: string | null, status: 'settled' | 'expired') =>
-  holdId === null ? Promise.resolve() : c.query('SELECT svc_wallet_release($1, $2)', [holdId, status]);
+  holdId === null ? Promise.resolve() : c.query(releaseHold([holdId, status]));
 
 const transaction = (
   c: PoolClient,
