@@ -2,7 +2,7 @@ import { platformKeyAad } from '../commands/connections/events.js';
 import type { Pool } from '../events/postgres/pool.js';
 import { decryptSecret } from '../lib/crypto.js';
 import { CONTROL_PLANE_CATEGORIES, controlPlaneProjection } from '../projections/control-plane/projection.js';
-import { checkpointRevision } from '../projections/runner.js';
+import { readModelRevision } from '../projections/runner.js';
 import type { RegistryEndpoint } from '../providers/endpoint.js';
 import type { Credentials } from '../providers/provider.js';
 import type { SnapshotSource } from './snapshot-cache.js';
@@ -84,7 +84,7 @@ export const tenancySource = (
   onDecryptError: (what: string) => void,
 ): SnapshotSource<TenancySnapshot> => ({
   categories: CONTROL_PLANE_CATEGORIES,
-  revision: () => checkpointRevision(pool, controlPlaneProjection.name),
+  revision: () => readModelRevision(pool, controlPlaneProjection),
   load: async () => {
     const [orgs, projects, conns, platform] = await Promise.all([
       pool.query<Row>('SELECT org_id, provider_disallow, tracing FROM rm_orgs'),
