@@ -46,12 +46,9 @@ const toEvent = (r: EventRow): StoredEvent => ({
 /** Pools and checked-out clients both answer queries: projections read inside their transaction. */
 type Queryable = Pick<Pool, 'query'> | Pick<PoolClient, 'query'>;
 
-// Every projection batch reads these: named, so each is planned once per connection.
-const eventsOfCategoriesAfter = namedStatement(
-  'svc_events_of_categories_after',
-  `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
-   ORDER BY global_position LIMIT $2`,
-);
+// Every projection batch reads these: named, so each is planned once per connection. Not the read
+// by categories: projections of a frequent and of a rare category share it, and one cached plan
+// would serve the rare one's catch-up badly.
 const eventsAfter = namedStatement(
   'svc_events_after',
   `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
@@ -67,7 +64,11 @@ export const readEventsAfter = async (
   { after, limit, categories }: ReadAllOptions,
 ): Promise<StoredEvent[]> => {
   const { rows } = categories
-    ? await db.query<EventRow>(eventsOfCategoriesAfter([after, limit, categories]))
+    ? await db.query<EventRow>(
+        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 AND category = ANY($3)
+         ORDER BY global_position LIMIT $2`,
+        [after, limit, categories],
+      )
     : await db.query<EventRow>(eventsAfter([after, limit]));
   return rows.map(toEvent);
 };
