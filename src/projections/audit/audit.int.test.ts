@@ -313,16 +313,21 @@ describe('the audit log', () => {
       }
       throw new Error(`timed out waiting for ${sql}`);
     };
-    await waitFor(
-      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE 'UPDATE audit_logs SET size%'",
-      [],
-    );
-    const sealing = sealNextBatch({ pool: db.pool, objects, masterKey }, t, { maxEvents: 4, maxAgeMs: 0 });
-    await waitFor(
-      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE audit_logs SET sealed_size%'",
-      [],
-    );
-    release();
+    let sealing: ReturnType<typeof sealNextBatch>;
+    try {
+      await waitFor(
+        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE 'UPDATE audit_logs SET size%'",
+        [],
+      );
+      sealing = sealNextBatch({ pool: db.pool, objects, masterKey }, t, { maxEvents: 4, maxAgeMs: 0 });
+      await waitFor(
+        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE audit_logs SET sealed_size%'",
+        [],
+      );
+    } finally {
+      // A wait that timed out must not leave the append's transaction open for the teardown to hang on.
+      release();
+    }
     await appending;
     expect(await sealing).toMatchObject({ firstIndex: 0, treeSize: 1 });
     const { rows } = await db.pool.query(
