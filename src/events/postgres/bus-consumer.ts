@@ -1,6 +1,6 @@
 import { type BusMessage, type ConsumeOptions, DEFAULT_DLQ_REASON, type MessageHandler } from '../bus.js';
 import { unprefixed } from '../subjects.js';
-import { namedStatement, type Pool } from './pool.js';
+import type { Pool } from './pool.js';
 
 /** What a consumer asks of the bus that made it. */
 export interface ConsumerHost {
@@ -49,17 +49,11 @@ WITH picked AS (
 SELECT l.seq, l.delivery_count, l.exhausted, m.subject, m.message_id, encode(m.data, 'base64') AS data, m.headers
   FROM leased l JOIN svc_bus_messages m ON m.seq = l.seq
  ORDER BY l.seq`;
-const lease = namedStatement('svc_bus_lease', leaseSql(true));
-const leaseUnordered = namedStatement('svc_bus_lease_unordered', leaseSql(false));
-const ackMany = namedStatement(
-  'svc_bus_ack',
-  'DELETE FROM svc_bus_deliveries WHERE consumer = $1 AND seq = ANY($2::bigint[])',
-);
-const nextVisible = namedStatement(
-  'svc_bus_next_visible',
-  `SELECT ceil(extract(epoch FROM min(visible_at) - now()) * 1000)::float8 AS ms
-     FROM svc_bus_deliveries WHERE consumer = $1 AND visible_at > now()`,
-);
+// Unnamed on purpose, unlike the checkpoint statements (runner.ts): svc_bus_deliveries is a queue
+// that is empty one minute and holds a backlog the next, and a plan cached for the empty table would
+// keep scanning it whole until the next ANALYZE invalidated it.
+const LEASE_SQL = leaseSql(true);
+const LEASE_UNORDERED_SQL = leaseSql(false);
 
 /** One durable consumer's fetch loop in this process. */
 export class PostgresConsumer {
@@ -126,12 +120,8 @@ export class PostgresConsumer {
         rows = (
           await this.bus.run('bus lease', () =>
             this.pool.query<LeasedRow>(
-              (this.options.perSubjectOrder === false ? leaseUnordered : lease)([
-                this.name,
-                limit,
-                this.options.ackWaitMs,
-                this.options.maxDeliveries,
-              ]),
+              this.options.perSubjectOrder === false ? LEASE_UNORDERED_SQL : LEASE_SQL,
+              [this.name, limit, this.options.ackWaitMs, this.options.maxDeliveries],
             ),
           )
         ).rows;
@@ -227,7 +217,12 @@ export class PostgresConsumer {
     if (batch.length === 0) return;
     this.ackQueue = [];
     try {
-      await this.bus.run('bus ack', () => this.pool.query(ackMany([this.name, batch.map((a) => a.seq)])));
+      await this.bus.run('bus ack', () =>
+        this.pool.query('DELETE FROM svc_bus_deliveries WHERE consumer = $1 AND seq = ANY($2::bigint[])', [
+          this.name,
+          batch.map((a) => a.seq),
+        ]),
+      );
       for (const a of batch) a.done();
       // Settled rows may have been holding back later messages of their subjects.
       this.wake();
@@ -241,7 +236,11 @@ export class PostgresConsumer {
     this.bus.keepListening();
     try {
       const { rows } = await this.bus.run('bus idle check', () =>
-        this.pool.query<{ ms: number | null }>(nextVisible([this.name])),
+        this.pool.query<{ ms: number | null }>(
+          `SELECT ceil(extract(epoch FROM min(visible_at) - now()) * 1000)::float8 AS ms
+             FROM svc_bus_deliveries WHERE consumer = $1 AND visible_at > now()`,
+          [this.name],
+        ),
       );
       const ms = rows[0]?.ms;
       return ms === null || ms === undefined ? this.pollMs : Math.max(5, Math.min(this.pollMs, ms + 5));

@@ -46,13 +46,9 @@ const toEvent = (r: EventRow): StoredEvent => ({
 /** Pools and checked-out clients both answer queries: projections read inside their transaction. */
 type Queryable = Pick<Pool, 'query'> | Pick<PoolClient, 'query'>;
 
-// Every projection batch reads these: named, so each is planned once per connection. Not the read
-// by categories: projections of a frequent and of a rare category share it, and one cached plan
-// would serve the rare one's catch-up badly.
-const eventsAfter = namedStatement(
-  'svc_events_after',
-  `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
-);
+// Every projection batch reads the head: named, so it is planned once per connection (a singleton row).
+// Not the reads of events: svc_events grows from empty, and a plan cached while it was small would
+// keep scanning it once large, until the next ANALYZE.
 const headPosition = namedStatement(
   'svc_head_position',
   'SELECT last_position FROM svc_event_position WHERE singleton',
@@ -69,7 +65,10 @@ export const readEventsAfter = async (
          ORDER BY global_position LIMIT $2`,
         [after, limit, categories],
       )
-    : await db.query<EventRow>(eventsAfter([after, limit]));
+    : await db.query<EventRow>(
+        `SELECT ${COLUMNS} FROM svc_events WHERE global_position > $1 ORDER BY global_position LIMIT $2`,
+        [after, limit],
+      );
   return rows.map(toEvent);
 };
 

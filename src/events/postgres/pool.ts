@@ -10,10 +10,11 @@ export type PoolClient = pg.PoolClient;
 const ignore = () => {};
 
 /**
- * A named statement: PostgreSQL parses it once per connection and, after a few executions, plans it
- * once too, where an unnamed one is parsed and planned on every call. For the statements every
- * request runs (bus leases, acks and publishes, the projection runner's checkpoint and reads). One
- * name, one text: `pg` refuses a name prepared with another text on the same connection.
+ * A named statement: PostgreSQL parses it once per connection and, after a few executions, may plan
+ * it once too, where an unnamed one is parsed and planned on every call. Only for statements whose
+ * plan cannot go bad as a table grows: function calls, inserts, singleton and tiny tables (a plan
+ * cached while a table was small keeps scanning it once large, until an ANALYZE). One name, one
+ * text: `pg` refuses a name prepared with another text on the same connection.
  */
 export const namedStatement =
   (name: string, text: string) =>
