@@ -84,7 +84,7 @@ export const tenancySource = (
   onDecryptError: (what: string) => void,
 ): SnapshotSource<TenancySnapshot> => ({
   categories: CONTROL_PLANE_CATEGORIES,
-  revision: () => readModelRevision(pool, controlPlaneProjection),
+  revision: () => readModelRevision(pool, controlPlaneProjection.name, CONTROL_PLANE_CATEGORIES),
   load: async () => {
     const [orgs, projects, conns, platform] = await Promise.all([
       pool.query<Row>('SELECT org_id, provider_disallow, tracing FROM rm_orgs'),

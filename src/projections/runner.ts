@@ -85,9 +85,9 @@ export const runBatch = async (
  */
 export const readModelRevision = async (
   pool: Pool,
-  projection: Pick<Projection, 'name' | 'categories'>,
+  name: string,
+  categories: readonly string[],
 ): Promise<number> => {
-  if (!projection.categories) return (await checkpointOf(pool, projection.name))?.position ?? 0;
   const { rows } = await pool.query<{ revision: number | null }>(
     `SELECT max(last.global_position) AS revision
        FROM unnest($2::text[]) AS c (category)
@@ -96,7 +96,7 @@ export const readModelRevision = async (
           WHERE e.category = c.category
             AND e.global_position <= (SELECT position FROM svc_projection_checkpoints WHERE name = $1)
           ORDER BY e.global_position DESC LIMIT 1) last`,
-    [projection.name, projection.categories],
+    [name, categories],
   );
   return rows[0]?.revision ?? 0;
 };

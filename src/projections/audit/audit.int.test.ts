@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../../test/helpers/gateway-env.js';
 import { createTestDatabase, type TestDatabase } from '../../../test/helpers/postgres.js';
 import { leafHash, MerkleTree, verifyConsistency, verifyInclusion } from '../../audit/merkle.js';
 import { archiveKey, type BatchArchive, manifestKey } from '../../audit/model.js';
@@ -306,23 +307,16 @@ describe('the audit log', () => {
       },
     } as unknown as Pool;
     const appending = appendAuditEvents(gated, eventsOf(t, 1, 1));
-    const waitFor = async (sql: string, params: unknown[]) => {
-      for (let i = 0; i < 500; i++) {
-        if ((await db.pool.query(sql, params)).rows.length > 0) return;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      throw new Error(`timed out waiting for ${sql}`);
-    };
+    const waitFor = (sql: string) =>
+      eventually(async () => (await db.pool.query(sql)).rows.length > 0, 5_000, sql);
     let sealing: ReturnType<typeof sealNextBatch>;
     try {
       await waitFor(
         "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE 'UPDATE audit_logs SET size%'",
-        [],
       );
       sealing = sealNextBatch({ pool: db.pool, objects, masterKey }, t, { maxEvents: 4, maxAgeMs: 0 });
       await waitFor(
         "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE audit_logs SET sealed_size%'",
-        [],
       );
     } finally {
       // A wait that timed out must not leave the append's transaction open for the teardown to hang on.
