@@ -215,6 +215,15 @@ describe('the audit log', () => {
       /no audit batch ends at tree size 450/,
     );
     await expect(reads.inclusionProof('wsp_other', 'ev_5')).rejects.toThrow(/no audit event/);
+    await expect(reads.inclusionProof(t, 'ev_700', 600)).rejects.toThrow(
+      /tree size 600 does not include event "ev_700" \(index 700\)/,
+    );
+    await appendAuditEvents(db.pool, eventsOf('wsp_seal_pending', 1));
+    for (const size of [undefined, 1])
+      await expect(reads.inclusionProof('wsp_seal_pending', 'ev_0', size)).rejects.toMatchObject({
+        code: 'conflict',
+        message: expect.stringMatching(/not sealed yet/),
+      });
 
     const report = verifyEvidence(await evidenceOf(t, 4));
     expect(report).toMatchObject({ ok: true });

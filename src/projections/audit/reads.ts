@@ -56,6 +56,9 @@ export interface ConsistencyProofView {
   proof: string[];
 }
 
+const noBatchOfSize = (treeSize: number) =>
+  new ServiceError('not_found', `no audit batch ends at tree size ${treeSize}; proofs are to signed heads`);
+
 interface EventRow {
   idx: string;
   event_id: string;
@@ -189,11 +192,7 @@ export class AuditReads {
       'SELECT batch_no, root FROM audit_batches WHERE tenant_id = $1 AND tree_size = $2',
       [tenantId, treeSize],
     );
-    if (!rows[0])
-      throw new ServiceError(
-        'not_found',
-        `no audit batch ends at tree size ${treeSize}; proofs are to signed heads`,
-      );
+    if (!rows[0]) throw noBatchOfSize(treeSize);
     return { batch_no: Number(rows[0].batch_no), tree_size: treeSize, root: rows[0].root.toString('hex') };
   }
 
@@ -202,11 +201,22 @@ export class AuditReads {
    * batch named by its tree size.
    */
   async inclusionProof(tenantId: string, eventId: string, treeSize?: number): Promise<InclusionProofView> {
-    const { rows } = await this.pool.query<{ idx: string; leaf: Buffer; sealing: string | null }>(
-      `SELECT e.idx, e.leaf, (SELECT b.tree_size FROM audit_batches b WHERE b.tenant_id = e.tenant_id
-          AND b.tree_size > e.idx ORDER BY b.tree_size LIMIT 1) AS sealing
-         FROM audit_events e WHERE e.tenant_id = $1 AND e.event_id = $2`,
-      [tenantId, eventId],
+    // One statement for the event, the batch that sealed it and the head the proof is to (that
+    // batch, or the one ending at treeSize), then one for the subtrees: two round trips a proof.
+    const { rows } = await this.pool.query<{
+      idx: string;
+      leaf: Buffer;
+      sealing: string | null;
+      batch_no: string | null;
+      root: Buffer | null;
+    }>(
+      `SELECT e.idx, e.leaf, s.sealing, b.batch_no, b.root
+         FROM audit_events e
+        CROSS JOIN LATERAL (SELECT (SELECT b.tree_size FROM audit_batches b WHERE b.tenant_id = e.tenant_id
+                AND b.tree_size > e.idx ORDER BY b.tree_size LIMIT 1) AS sealing) s
+         LEFT JOIN audit_batches b ON b.tenant_id = e.tenant_id AND b.tree_size = COALESCE($3::bigint, s.sealing)
+        WHERE e.tenant_id = $1 AND e.event_id = $2`,
+      [tenantId, eventId, treeSize ?? null],
     );
     const row = rows[0];
     if (!row) throw new ServiceError('not_found', `no audit event ${quoted(eventId)}`);
@@ -222,7 +232,8 @@ export class AuditReads {
         'bad_request',
         `tree size ${size} does not include event ${quoted(eventId)} (index ${index})`,
       );
-    const head = await this.batchOfSize(tenantId, size);
+    if (row.batch_no === null || row.root === null) throw noBatchOfSize(size);
+    const head = { batch_no: Number(row.batch_no), tree_size: size, root: row.root.toString('hex') };
     const ranges = inclusionRanges(index, size);
     const subtrees = await loadSubtrees(this.pool, tenantId, ranges);
     const proof = await computeWith(this.pool, tenantId, subtrees, () =>

@@ -85,6 +85,24 @@ export const perfectPiecesOf = (ranges: readonly Range[]): Range[] => {
 type Queryable = Pool | PoolClient;
 
 /**
+ * The leaves of one tenant's log in [lo, hi) as one row: the first and last index present and
+ * their leaf hashes concatenated in order (columns level, idx, hash, last; idx is null when none).
+ */
+const TILE_SQL = (lo: string, hi: string) =>
+  `SELECT -1::smallint AS level, min(idx) AS idx, string_agg(leaf, ''::bytea ORDER BY idx) AS hash, max(idx) AS last
+     FROM audit_events WHERE tenant_id = $1 AND idx >= ${lo} AND idx < ${hi}`;
+
+/** Adds the leaves first..last that TILE_SQL read; indexes are unique, so the count shows no gap. */
+const addTile = (subtrees: Subtrees, tenantId: string, first: number, last: number, leaves: Buffer) => {
+  if (leaves.length !== (last - first + 1) * 32)
+    throw new Error(`audit log of ${tenantId} is missing leaves in [${first}, ${last}]`);
+  for (let i = first; i <= last; i++) {
+    const at = (i - first) * 32;
+    subtrees.addLeaf(i, leaves.subarray(at, at + 32));
+  }
+};
+
+/**
  * Loads, for one tenant, what hashing `ranges` needs from storage: stored nodes for the pieces of
  * 256 leaves and more, leaf hashes for the smaller ones. Every range must lie within the sealed
  * tree (whose nodes are all stored).
@@ -105,35 +123,33 @@ export const loadSubtrees = async (
     } else for (let i = lo; i < hi; i++) leafIdx.add(i);
   }
   // Small pieces lie in at most a few tiles: each tile is read as one index range, a plan that does
-  // not depend on the table's statistics (`idx = ANY` scanned the whole log before ANALYZE). The
-  // stored nodes and the tiles are read at once, on separate connections.
+  // not depend on the table's statistics (`idx = ANY` scanned the whole log before ANALYZE), and
+  // comes back as one row of concatenated leaves (256 rows made 256 buffers to collect, and a slow
+  // tail). Stored nodes and tiles come from one statement: one round trip.
   const tiles = [...new Set([...leafIdx].map((i) => Math.floor(i / TILE)))];
-  const [nodes, ...leaves] = await Promise.all([
-    levels.length === 0
-      ? []
-      : db
-          .query<{ level: number; idx: string; hash: Buffer }>(
-            `SELECT n.level, n.idx, n.hash FROM audit_nodes n
-               JOIN unnest($2::smallint[], $3::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx
-              WHERE n.tenant_id = $1`,
-            [tenantId, levels, indexes],
-          )
-          .then((r) => r.rows),
-    ...tiles.map((t) =>
-      db
-        .query<{ idx: string; leaf: Buffer }>(
-          'SELECT idx, leaf FROM audit_events WHERE tenant_id = $1 AND idx >= $2 AND idx < $3',
-          [tenantId, t * TILE, (t + 1) * TILE],
-        )
-        .then((r) => r.rows),
-    ),
-  ]);
-  for (const r of nodes as { level: number; idx: string; hash: Buffer }[]) {
-    const lo = Number(r.idx) * 2 ** r.level;
-    subtrees.addNode(lo, lo + 2 ** r.level, r.hash);
+  if (levels.length === 0 && tiles.length === 0) return subtrees;
+  const params: unknown[] = [tenantId, levels, indexes];
+  const parts = [
+    `SELECT n.level, n.idx, n.hash, NULL::bigint AS last FROM audit_nodes n
+       JOIN unnest($2::smallint[], $3::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx
+      WHERE n.tenant_id = $1`,
+  ];
+  for (const t of tiles) {
+    params.push(t * TILE, (t + 1) * TILE);
+    parts.push(`(${TILE_SQL(`$${params.length - 1}`, `$${params.length}`)})`);
   }
-  for (const r of (leaves as { idx: string; leaf: Buffer }[][]).flat())
-    subtrees.addLeaf(Number(r.idx), r.leaf);
+  const { rows } = await db.query<{ level: number; idx: string | null; hash: Buffer; last: string | null }>(
+    parts.join(' UNION ALL '),
+    params,
+  );
+  for (const r of rows) {
+    if (r.idx === null) continue;
+    if (r.last !== null) addTile(subtrees, tenantId, Number(r.idx), Number(r.last), r.hash);
+    else {
+      const lo = Number(r.idx) * 2 ** r.level;
+      subtrees.addNode(lo, lo + 2 ** r.level, r.hash);
+    }
+  }
   return subtrees;
 };
 
@@ -156,13 +172,14 @@ export const computeWith = async <T>(
       const size = err.hi - err.lo;
       if (size === 1) {
         const from = Math.floor(err.lo / TILE) * TILE;
-        const { rows } = await db.query<{ idx: string; leaf: Buffer }>(
-          'SELECT idx, leaf FROM audit_events WHERE tenant_id = $1 AND idx >= $2 AND idx < $3',
+        const { rows } = await db.query<{ idx: string | null; hash: Buffer; last: string | null }>(
+          TILE_SQL('$2', '$3'),
           [tenantId, from, from + TILE],
         );
-        for (const r of rows) subtrees.addLeaf(Number(r.idx), r.leaf);
-        if (!rows.some((r) => Number(r.idx) === err.lo))
+        const tile = rows[0];
+        if (!tile || tile.idx === null || !(Number(tile.idx) <= err.lo && err.lo <= Number(tile.last)))
           throw new Error(`audit log of ${tenantId} has no leaf ${err.lo}`);
+        addTile(subtrees, tenantId, Number(tile.idx), Number(tile.last), tile.hash);
       } else {
         const { rows } = await db.query<{ hash: Buffer }>(
           'SELECT hash FROM audit_nodes WHERE tenant_id = $1 AND level = $2 AND idx = $3',
