@@ -1,6 +1,6 @@
 import type { Bus, BusMessage } from '../../events/bus.js';
 import type { Pool } from '../../events/postgres/pool.js';
-import { canonicalJson } from '../../lib/canonical-json.js';
+import { isCanonicalJsonText } from '../../lib/canonical-json.js';
 import { nestsDeeperThan } from '../../lib/json-depth.js';
 import { MAX_STORABLE_DEPTH, unstorableText } from '../../lib/storable.js';
 import { isOrgId } from '../../objects/port.js';
@@ -43,6 +43,9 @@ export interface AuditConsumerOptions {
 
 export type ParsedAuditMessage = { ok: true; event: IncomingAuditEvent } | { ok: false; detail: string };
 
+/** Not streaming, so one decoder serves every message. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /** Larger than any audit record this service writes (a request's is about 1 KB). */
 export const MAX_EVENT_BYTES = 256 * 1024;
 
@@ -62,7 +65,7 @@ export const parseAuditMessage = (subject: string, data: Uint8Array): ParsedAudi
   let text: string;
   let record: unknown;
   try {
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(data);
+    text = utf8.decode(data);
     if (nestsDeeperThan(text, MAX_STORABLE_DEPTH)) return { ok: false, detail: 'the event nests too deep' };
     record = JSON.parse(text);
   } catch {
@@ -75,13 +78,7 @@ export const parseAuditMessage = (subject: string, data: Uint8Array): ParsedAudi
   const bad = eventIdProblem(eventId);
   if (bad) return { ok: false, detail: `the event_id ${bad}` };
   if (named !== tenantId) return { ok: false, detail: 'the event names another tenant than its subject' };
-  let canonical: string;
-  try {
-    canonical = canonicalJson(record);
-  } catch {
-    return { ok: false, detail: 'the event is not canonical JSON' };
-  }
-  if (canonical !== text) return { ok: false, detail: 'the event is not canonical JSON' };
+  if (!isCanonicalJsonText(record, text)) return { ok: false, detail: 'the event is not canonical JSON' };
   return { ok: true, event: { tenantId, eventId, bytes: data } };
 };
 

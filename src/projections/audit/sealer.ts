@@ -168,11 +168,21 @@ export const sealNextBatch = (
     const root = rootOfFrontier(newFrontier);
     const previousRoot = s0 > 0 ? rootOfFrontier(frontier) : null;
 
+    // A node at height h is in the proofs of 2^h events of the batch: each is hashed and hex-encoded
+    // once, and the proofs share its string.
+    const rangeHex = new Map<string, string>();
+    const hexOfRange = ([lo, hi]: readonly [number, number]): string => {
+      const key = `${lo}:${hi}`;
+      let h = rangeHex.get(key);
+      if (h === undefined) {
+        h = hex(subtrees.range(lo, hi));
+        rangeHex.set(key, h);
+      }
+      return h;
+    };
     const { proofs, consistency, nodes } = await computeWith(client, tenantId, subtrees, () => ({
-      proofs: batch.map((r) =>
-        inclusionRanges(Number(r.idx), s1).map(([lo, hi]) => hex(subtrees.range(lo, hi))),
-      ),
-      consistency: s0 > 0 ? consistencyRanges(s0, s1).map(([lo, hi]) => hex(subtrees.range(lo, hi))) : [],
+      proofs: batch.map((r) => inclusionRanges(Number(r.idx), s1).map(hexOfRange)),
+      consistency: s0 > 0 ? consistencyRanges(s0, s1).map(hexOfRange) : [],
       nodes: completedNodes(s0, s1).map(([lo, hi]) => ({ lo, hi, hash: subtrees.perfect(lo, hi) })),
     }));
 
@@ -190,6 +200,8 @@ export const sealNextBatch = (
       key_id: key.keyId,
     };
     const signature = signHead(head, key.secretKey);
+    // Level 3: 2.5x faster than the default 6 on archives of 4,096 events (12 against 29 ms), 10%
+    // larger (12.7x against 14.1x); compression was a third of sealing's CPU (bench:audit).
     const archiveBytes = gzipSync(
       archiveJson({
         format: ARCHIVE_FORMAT,
@@ -206,6 +218,7 @@ export const sealNextBatch = (
           proof: proofs[i]!,
         })),
       }),
+      { level: 3 },
     );
     const manifest: Manifest = {
       format: MANIFEST_FORMAT,
