@@ -13,16 +13,23 @@ import { SLOW_MODEL, startMockUpstream } from './mock-upstream.js';
 
 /** Undo steps, run newest first whether the bench finished, failed or was interrupted. */
 export const cleanupStack = () => {
-  const steps: { what: string; run: () => Promise<unknown> }[] = [];
-  let ran = false;
+  type Step = { what: string; run: () => Promise<unknown> };
+  const steps: Step[] = [];
+  let done: Promise<void> = Promise.resolve();
   return {
-    defer: (what: string, run: () => Promise<unknown>) => steps.push({ what, run }),
-    run: async () => {
-      if (ran) return;
-      ran = true;
-      for (const step of steps.reverse()) {
-        await step.run().catch((err: unknown) => console.error(`cleanup: ${step.what} failed:`, err));
-      }
+    defer: (what: string, run: () => Promise<unknown>) => void steps.push({ what, run }),
+    /**
+     * Runs the steps deferred so far, newest first, after any cleanup already under way. A second
+     * call (the run's end after an interruption) runs those deferred since: what the run started
+     * while the first cleanup went on.
+     */
+    run: (): Promise<void> => {
+      const now = steps.splice(0).reverse();
+      done = done.then(async () => {
+        for (const step of now)
+          await step.run().catch((err: unknown) => console.error(`cleanup: ${step.what} failed:`, err));
+      });
+      return done;
     },
   };
 };

@@ -127,21 +127,76 @@ const printArrivals = (direct: Arrival[], through: { label: string; arrivals: Ar
   );
 };
 
+const USAGE = `bench:gateway: the request path side by side in one run (direct, bare proxy, gateway alone,
+npm start, and Portkey when PORTKEY_DIR is set); req/s, p50/p99 overhead, CPU a request, RSS,
+npm start's ingest lag, then the targets as a check list.
+
+  npm run bench:gateway [-- --workers N | --help]
+
+  --workers <n>   1 and N gateway workers side by side (svc serve --workers), instead of the targets
+  --help          this text
+
+Set through the environment (bench/README.md says more):
+  BENCH_GATEWAY_DURATION=6         seconds a measured run (60 for the issue's figures)
+  BENCH_GATEWAY_CONNECTIONS=1,32   connection counts
+  BENCH_GATEWAY_ONLY               buffered or streamed (default both)
+  BENCH_GATEWAY_JIT_WARMUP=5       seconds of 32-connection load on every target and mode first
+  BENCH_GATEWAY_BUS=nats           the gateway-alone row's bus: nats or postgres
+  BENCH_GATEWAY_FROM=dist          src runs svc through tsx
+  BENCH_GATEWAY_SKIP_BUILD=1       use dist/ as it is
+  BENCH_GATEWAY_MOCK=inline        the mock upstream in this process instead of a child
+  BENCH_GATEWAY_CPU_PROF=<dir>     a CPU profile of the gateway-alone process
+  BENCH_GATEWAY_WORKERS_CONNECTIONS=32,64   connection counts of --workers
+  PORTKEY_DIR=<dir>                an install of @portkey-ai/gateway: adds the Portkey row
+
+Everything it starts (children, databases, data dirs) is removed at the end, also on Ctrl-C,
+SIGTERM, SIGHUP or a closed output (| head).
+`;
+
+const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('-h')) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 // `-- --workers N`: 1 and N gateway workers side by side, instead of the targets below.
-const workersFlag = process.argv.indexOf('--workers');
-if (workersFlag >= 0) {
+const workersFlag = args.indexOf('--workers');
+const unknown = args.filter((_arg, i) => !(i === workersFlag || (workersFlag >= 0 && i === workersFlag + 1)));
+const workers = workersFlag >= 0 ? Number(args[workersFlag + 1]) : null;
+if (unknown.length > 0 || (workers !== null && !(Number.isInteger(workers) && workers >= 1))) {
+  process.stderr.write(
+    `bench:gateway: ${unknown.length > 0 ? `unknown argument ${unknown[0]}` : '--workers takes a whole number of at least 1'}\n\n${USAGE}`,
+  );
+  process.exit(2);
+}
+if (workers !== null) {
   const { runWorkersBench } = await import('./workers.js');
-  await runWorkersBench(Number(process.argv[workersFlag + 1]));
+  await runWorkersBench(workers);
   process.exit(0);
 }
 
 const cleanup = cleanupStack();
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`\n${signal}: cleaning up`);
-    void cleanup.run().finally(() => process.exit(130));
+let interrupting = false;
+/**
+ * Stops what runs now; the run's own awaits then fail, and its `finally` cleans up what it started
+ * meanwhile (a child spawned but not yet registered) and exits. Should the run be in the middle of
+ * a long load, it is not waited for past a grace period.
+ */
+const interrupted = (why: string) => {
+  if (interrupting) return;
+  interrupting = true;
+  if (!process.stderr.destroyed) process.stderr.write(`\n${why}: cleaning up\n`);
+  void cleanup.run();
+  setTimeout(() => void cleanup.run().finally(() => process.exit(130)), 30_000);
+};
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+  process.once(signal, () => interrupted(signal));
+// A reader that went away (`| head`) makes every later write fail with EPIPE: stop and clean up
+// instead of dying on the first failed console.log with children and databases left behind.
+for (const stream of [process.stdout, process.stderr])
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    interrupted('output closed');
   });
-}
 
 /** One streamed and one buffered request through Portkey: it must answer 200 with the mock's reply. */
 const portkeyServes = async (pk: Portkey, mode: Mode): Promise<string | null> => {
@@ -519,8 +574,11 @@ CPU ms/req: user + system CPU of the target's whole process tree (PostgreSQL pro
     );
     throw new Error(`the bench is invalid, requests failed:\n  ${detail.join('\n  ')}`);
   }
+} catch (err) {
+  if (!interrupting) throw err;
 } finally {
   await cleanup.run();
+  if (interrupting) process.exit(130);
 }
 if (PROFILE_DIR) console.log(`gateway CPU profile written to ${resolve(PROFILE_DIR)}`);
 
