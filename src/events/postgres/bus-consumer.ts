@@ -63,6 +63,10 @@ export class PostgresConsumer {
   private woken = false;
   /** seq -> lease expiry (ms), for messages handed out and not yet settled. */
   private readonly inFlight = new Map<number, number>();
+  /** seq -> when a message this consumer nak'd with a delay is visible again (ms). */
+  private readonly delayed = new Map<number, number>();
+  /** When the last lease statement was sent (ms). */
+  private leasedAt = 0;
   private ackQueue: { seq: number; done: () => void; fail: (err: unknown) => void }[] = [];
   private ackScheduled = false;
   private readonly batchSize: number;
@@ -116,6 +120,7 @@ export class PostgresConsumer {
         continue;
       }
       let rows: LeasedRow[];
+      this.leasedAt = Date.now();
       try {
         rows = (
           await this.bus.run('bus lease', () =>
@@ -135,7 +140,7 @@ export class PostgresConsumer {
         await this.dispatch(row);
       }
       if (rows.length === limit || this.woken) continue;
-      await this.sleep(await this.idleDelay());
+      await this.sleep(this.idleDelay());
     }
   }
 
@@ -146,6 +151,7 @@ export class PostgresConsumer {
       );
       return;
     }
+    this.delayed.delete(row.seq);
     this.inFlight.set(row.seq, Date.now() + this.options.ackWaitMs);
     try {
       await this.handler(this.toMessage(row));
@@ -183,6 +189,7 @@ export class PostgresConsumer {
             [this.name, row.seq, row.delivery_count, delayMs],
           ),
         );
+        if (delayMs > 0) this.delayed.set(row.seq, Date.now() + delayMs);
         this.wake();
       },
       deadLetter: async (reason: string) => {
@@ -231,22 +238,23 @@ export class PostgresConsumer {
     }
   }
 
-  /** Until the next lease expires or nak delay ends, capped by the poll interval. */
-  private async idleDelay(): Promise<number> {
+  /**
+   * Until the next of this consumer's own leases expires or nak delays ends, capped by the poll
+   * interval. Known here, not asked of PostgreSQL (that was one more statement per wake-up, per
+   * consumer, on every request of `npm start`): what other processes of the same consumer lease or
+   * delay, they wake for themselves, and should one die, the poll finds its rows once visible.
+   */
+  private idleDelay(): number {
     this.bus.keepListening();
-    try {
-      const { rows } = await this.bus.run('bus idle check', () =>
-        this.pool.query<{ ms: number | null }>(
-          `SELECT ceil(extract(epoch FROM min(visible_at) - now()) * 1000)::float8 AS ms
-             FROM svc_bus_deliveries WHERE consumer = $1 AND visible_at > now()`,
-          [this.name],
-        ),
-      );
-      const ms = rows[0]?.ms;
-      return ms === null || ms === undefined ? this.pollMs : Math.max(5, Math.min(this.pollMs, ms + 5));
-    } catch {
-      return this.pollMs;
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [seq, at] of this.delayed) {
+      // Visible when the last lease looked: leased by another process, or held behind its subject.
+      if (at <= this.leasedAt) this.delayed.delete(seq);
+      else next = Math.min(next, at);
     }
+    for (const expiry of this.inFlight.values()) next = Math.min(next, expiry);
+    return Number.isFinite(next) ? Math.max(5, Math.min(this.pollMs, next - now + 5)) : this.pollMs;
   }
 
   private async sleep(ms: number): Promise<void> {

@@ -194,6 +194,43 @@ describe('Postgres bus specifics', () => {
     expect(dedupe.rowCount).toBe(0);
   });
 
+  it('wakes for its own nak delays and expired leases, not at the next poll, without asking PostgreSQL when', async () => {
+    const bus = open({ pollMs: 10_000 });
+    const got: { text: string; delivery: number; at: number }[] = [];
+    await bus.consume(
+      'ownwake',
+      'svc.requests.ownwake.>',
+      async (m) => {
+        got.push({ text: text(m), delivery: m.deliveryCount, at: Date.now() });
+        // 'nak' is nak'd for 400 ms once; 'hang' is left unsettled once, so its lease expires.
+        if (m.deliveryCount === 1 && text(m) === 'nak') await m.nak(400);
+        else if (m.deliveryCount > 1 || text(m) !== 'hang') await m.ack();
+      },
+      { ackWaitMs: 700, maxDeliveries: 5 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const query = vi.spyOn(db.pool, 'query');
+    let statements: string[];
+    try {
+      await bus.publish(subjects.request('ownwake', 'a'), 'nak', { messageId: 'ownwake-nak' });
+      await bus.publish(subjects.request('ownwake', 'b'), 'hang', { messageId: 'ownwake-hang' });
+      await waitFor(() => got.length === 4, 5_000);
+    } finally {
+      statements = query.mock.calls.map(([q]) =>
+        String(typeof q === 'string' ? q : (q as { text?: string }).text),
+      );
+      query.mockRestore();
+    }
+    expect(statements.some((q) => /svc_bus_deliveries/.test(q))).toBe(true);
+    const first = (t: string) => got.find((g) => g.text === t && g.delivery === 1)!.at;
+    const second = (t: string) => got.find((g) => g.text === t && g.delivery === 2)!.at;
+    expect(second('nak') - first('nak')).toBeGreaterThanOrEqual(350);
+    expect(second('nak') - first('nak')).toBeLessThan(2_000);
+    expect(second('hang') - first('hang')).toBeGreaterThanOrEqual(650);
+    expect(second('hang') - first('hang')).toBeLessThan(2_500);
+    expect(statements.filter((q) => /min\(visible_at\)/.test(q))).toEqual([]);
+  });
+
   it('delivers the next message of a subject right after a dead letter frees it, not at the next poll', async () => {
     const bus = open({ pollMs: 10_000 });
     const subject = subjects.request('dlqwake', 'r');
