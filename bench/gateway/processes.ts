@@ -35,6 +35,46 @@ export const cleanupStack = () => {
 };
 export type Cleanup = ReturnType<typeof cleanupStack>;
 
+export class BenchInterrupted extends Error {}
+
+/**
+ * Ctrl-C, SIGTERM, SIGHUP and a closed output (EPIPE: `| head`) stop a bench. What runs now is
+ * cleaned up at once; the bench's flow meets `check()` before its next start-up or load and
+ * throws, and its `finally` runs the steps deferred meanwhile (a child spawned but not yet
+ * registered), newest first, then exits 130 (`finish`). A flow in the middle of a long load is
+ * not waited for past `graceMs`.
+ */
+export const onInterrupt = (cleanup: Cleanup, graceMs = 30_000) => {
+  let why: string | null = null;
+  const interrupt = (reason: string) => {
+    if (why !== null) return;
+    why = reason;
+    if (!process.stderr.destroyed) process.stderr.write(`\n${reason}: cleaning up\n`);
+    void cleanup.run();
+    setTimeout(() => void cleanup.run().finally(() => process.exit(130)), graceMs).unref();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.once(signal, () => interrupt(signal));
+  // A reader that went away makes every later write fail with EPIPE: stop and clean up instead of
+  // dying on the first failed console.log with children and databases left behind.
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+      interrupt('output closed');
+    });
+  return {
+    check: () => {
+      if (why !== null) throw new BenchInterrupted(why);
+    },
+    /** In the flow's `finally`: the rest of the cleanup, then exit 130 if it was interrupted. */
+    finish: async (err?: unknown) => {
+      await cleanup.run();
+      if (why !== null) process.exit(130);
+      if (err !== undefined) throw err;
+    },
+  };
+};
+
 const exitOf = (child: ChildProcess, graceMs: number): Promise<void> =>
   new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();

@@ -31,6 +31,7 @@ import {
   type DefaultService,
   gatewayAloneBus,
   gatewayMetrics,
+  onInterrupt,
   type Portkey,
   prepareBuild,
   startBareProxy,
@@ -133,7 +134,8 @@ npm start's ingest lag, then the targets as a check list.
 
   npm run bench:gateway [-- --workers N | --help]
 
-  --workers <n>   1 and N gateway workers side by side (svc serve --workers), instead of the targets
+  --workers <n>   1 and n (2 or more) gateway workers side by side (svc serve --workers), instead of
+                  the targets
   --help          this text
 
 Set through the environment (bench/README.md says more):
@@ -162,9 +164,9 @@ if (args.includes('--help') || args.includes('-h')) {
 const workersFlag = args.indexOf('--workers');
 const unknown = args.filter((_arg, i) => !(i === workersFlag || (workersFlag >= 0 && i === workersFlag + 1)));
 const workers = workersFlag >= 0 ? Number(args[workersFlag + 1]) : null;
-if (unknown.length > 0 || (workers !== null && !(Number.isInteger(workers) && workers >= 1))) {
+if (unknown.length > 0 || (workers !== null && !(Number.isInteger(workers) && workers >= 2))) {
   process.stderr.write(
-    `bench:gateway: ${unknown.length > 0 ? `unknown argument ${unknown[0]}` : '--workers takes a whole number of at least 1'}\n\n${USAGE}`,
+    `bench:gateway: ${unknown.length > 0 ? `unknown argument ${unknown[0]}` : '--workers takes a whole number of 2 or more'}\n\n${USAGE}`,
   );
   process.exit(2);
 }
@@ -175,28 +177,7 @@ if (workers !== null) {
 }
 
 const cleanup = cleanupStack();
-let interrupting = false;
-/**
- * Stops what runs now; the run's own awaits then fail, and its `finally` cleans up what it started
- * meanwhile (a child spawned but not yet registered) and exits. Should the run be in the middle of
- * a long load, it is not waited for past a grace period.
- */
-const interrupted = (why: string) => {
-  if (interrupting) return;
-  interrupting = true;
-  if (!process.stderr.destroyed) process.stderr.write(`\n${why}: cleaning up\n`);
-  void cleanup.run();
-  setTimeout(() => void cleanup.run().finally(() => process.exit(130)), 30_000);
-};
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
-  process.once(signal, () => interrupted(signal));
-// A reader that went away (`| head`) makes every later write fail with EPIPE: stop and clean up
-// instead of dying on the first failed console.log with children and databases left behind.
-for (const stream of [process.stdout, process.stderr])
-  stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-    interrupted('output closed');
-  });
+const interrupt = onInterrupt(cleanup);
 
 /** One streamed and one buffered request through Portkey: it must answer 200 with the mock's reply. */
 const portkeyServes = async (pk: Portkey, mode: Mode): Promise<string | null> => {
@@ -224,6 +205,7 @@ try {
   const { origin: proxyOrigin, pid: proxyPid } = await startBareProxy(cleanup, mock.origin);
   console.log(`bare fastify + undici proxy on ${proxyOrigin} (pid ${proxyPid}, through tsx)`);
   if (PROFILE_DIR) await mkdir(resolve(PROFILE_DIR), { recursive: true });
+  interrupt.check();
   const from = await prepareBuild();
   const gw = await startGateway(cleanup, mock.origin, from, {
     nodeArgs: PROFILE_DIR
@@ -234,10 +216,12 @@ try {
   console.log(
     `gateway alone: svc serve --roles gateway from ${gw.from} on ${gw.httpUrl} (pid ${gw.pid}; server PostgreSQL; bus ${gatewayAloneBus() === 'nats' ? 'NATS JetStream' : 'Postgres table'})`,
   );
+  interrupt.check();
   const def: DefaultService = await startDefault(cleanup, mock.origin, from);
   console.log(
     `npm start: svc serve (every role, embedded default) from ${def.from} on ${def.httpUrl} (pid ${def.pid}; data dir ${def.dataDir})`,
   );
+  interrupt.check();
   let portkey: Portkey | null = null;
   const portkeySkipped: Partial<Record<Mode, string>> = {};
   if (!PORTKEY_DIR) {
@@ -367,6 +351,7 @@ try {
       for (const name of TARGETS) {
         const t = target(name, mode);
         if (!t) continue;
+        interrupt.check();
         const r = await runLoad(t, 32, JIT_WARMUP);
         if (name === 'default') countDefault(r);
       }
@@ -417,6 +402,7 @@ try {
       const run: Run = { mode, connections, results: {} };
       for (const name of TARGETS) {
         const t = target(name, mode);
+        interrupt.check();
         if (t) run.results[name] = await measure(name, t, connections);
       }
       runs.push(run);
@@ -575,11 +561,9 @@ CPU ms/req: user + system CPU of the target's whole process tree (PostgreSQL pro
     throw new Error(`the bench is invalid, requests failed:\n  ${detail.join('\n  ')}`);
   }
 } catch (err) {
-  if (!interrupting) throw err;
-} finally {
-  await cleanup.run();
-  if (interrupting) process.exit(130);
+  await interrupt.finish(err);
 }
+await interrupt.finish();
 if (PROFILE_DIR) console.log(`gateway CPU profile written to ${resolve(PROFILE_DIR)}`);
 
 /** The issue's targets 1 and 2, from the runs of this process; a target whose runs are missing says so. */

@@ -12,7 +12,14 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { meterTree } from '../lib/proc.js';
 import { type LoadResult, runLoad } from './load.js';
-import { type BenchGateway, cleanupStack, prepareBuild, startGateway, startMock } from './processes.js';
+import {
+  type BenchGateway,
+  cleanupStack,
+  onInterrupt,
+  prepareBuild,
+  startGateway,
+  startMock,
+} from './processes.js';
 
 const DURATION = Number(process.env.BENCH_GATEWAY_DURATION ?? 6);
 const JIT_WARMUP = Number(process.env.BENCH_GATEWAY_JIT_WARMUP ?? 5);
@@ -39,18 +46,16 @@ export const runWorkersBench = async (workers: number): Promise<void> => {
   if (!Number.isInteger(workers) || workers < 2)
     throw new Error(`--workers takes a whole number of 2 or more (got ${workers})`);
   const cleanup = cleanupStack();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const)
-    process.once(signal, () => {
-      console.error(`\n${signal}: cleaning up`);
-      void cleanup.run().finally(() => process.exit(130));
-    });
+  const interrupt = onInterrupt(cleanup);
   const loadBefore = loadavg()[0]!;
   try {
     const mock = await startMock(cleanup, false);
+    interrupt.check();
     const from = await prepareBuild();
     const counts = [1, workers];
     const gateways = new Map<number, BenchGateway>();
     for (const count of counts) {
+      interrupt.check();
       const gw = await startGateway(cleanup, mock.origin, from, {
         nodeArgs: [],
         env: { SVC_SERVE_WORKERS: String(count) },
@@ -70,6 +75,7 @@ export const runWorkersBench = async (workers: number): Promise<void> => {
       body: chatBody(gw ? gw.model : 'bench-upstream', mode),
     });
     const measure = async (gw: BenchGateway | null, mode: Mode, connections: number): Promise<Measured> => {
+      interrupt.check();
       const meter = gw ? meterTree(gw.pid) : null;
       await meter?.start();
       const load = await runLoad(targetOf(gw, mode), connections, DURATION);
@@ -122,7 +128,8 @@ export const runWorkersBench = async (workers: number): Promise<void> => {
     console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
     for (const r of rows) console.log(line(r));
     console.log('');
-  } finally {
-    await cleanup.run();
+  } catch (err) {
+    await interrupt.finish(err);
   }
+  await interrupt.finish();
 };
