@@ -108,6 +108,8 @@ export class PostgresConsumer {
   private capacity(): number {
     const now = Date.now();
     for (const [seq, expiry] of this.inFlight) if (expiry <= now) this.inFlight.delete(seq);
+    // Visible when the last lease looked: leased by another process, or held behind its subject.
+    for (const [seq, at] of this.delayed) if (at <= this.leasedAt) this.delayed.delete(seq);
     return Math.min(this.batchSize, this.maxInFlight - this.inFlight.size);
   }
 
@@ -145,13 +147,13 @@ export class PostgresConsumer {
   }
 
   private async dispatch(row: LeasedRow): Promise<void> {
+    this.delayed.delete(row.seq);
     if (row.exhausted) {
       await this.deadLetter(row, this.options.dlqReason ?? DEFAULT_DLQ_REASON).catch((err: unknown) =>
         this.report(err),
       );
       return;
     }
-    this.delayed.delete(row.seq);
     this.inFlight.set(row.seq, Date.now() + this.options.ackWaitMs);
     try {
       await this.handler(this.toMessage(row));
@@ -249,7 +251,6 @@ export class PostgresConsumer {
     const now = Date.now();
     let next = Number.POSITIVE_INFINITY;
     for (const [seq, at] of this.delayed) {
-      // Visible when the last lease looked: leased by another process, or held behind its subject.
       if (at <= this.leasedAt) this.delayed.delete(seq);
       else next = Math.min(next, at);
     }
