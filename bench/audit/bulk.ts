@@ -12,7 +12,7 @@ import {
   type ConsistencyProofView,
   type InclusionProofView,
 } from '../../src/projections/audit/reads.js';
-import { type SealedBatch, sealNextBatch } from '../../src/projections/audit/sealer.js';
+import { type SealDeps, type SealedBatch, sealNextBatch } from '../../src/projections/audit/sealer.js';
 import type { AuditEventFactory } from './events.js';
 import type { CpuMeter, CpuWindow } from './meter.js';
 
@@ -27,6 +27,8 @@ export interface BulkOptions {
   pool: Pool;
   objects: ObjectStore;
   masterKey: Buffer;
+  /** Where batches are built: the audit role's seal thread, as `svc serve` runs it. */
+  builder: SealDeps['builder'];
   tenant: string;
   events: number;
   chunk: number;
@@ -116,7 +118,7 @@ const append = async (o: BulkOptions, leaves: Buffer) => {
 };
 
 const seal = async (o: BulkOptions) => {
-  const deps = { pool: o.pool, objects: o.objects, masterKey: o.masterKey };
+  const deps = { pool: o.pool, objects: o.objects, masterKey: o.masterKey, builder: o.builder };
   const batches: SealedBatch[] = [];
   const stopProfile = o.profile('seal');
   const cpuBefore = await o.meter.start();

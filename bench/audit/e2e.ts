@@ -8,7 +8,7 @@ import { filterToRegex, subjects } from '../../src/events/subjects.js';
 import type { ObjectStore } from '../../src/objects/port.js';
 import { AUDIT_CONSUMER, AuditConsumer } from '../../src/projections/audit/consumer.js';
 import { publishedKeys } from '../../src/projections/audit/keys.js';
-import { AuditSealer, type SealPolicy } from '../../src/projections/audit/sealer.js';
+import { AuditSealer, type SealDeps, type SealPolicy } from '../../src/projections/audit/sealer.js';
 import type { AuditEventFactory } from './events.js';
 import type { CpuMeter, CpuWindow } from './meter.js';
 
@@ -34,6 +34,8 @@ export interface BusPhaseOptions {
   drainTimeoutMs: number;
   objects: ObjectStore;
   masterKey: Buffer;
+  /** Where batches are built: the audit role's seal thread, as `svc serve` runs it. */
+  builder: SealDeps['builder'];
   makeEvent: AuditEventFactory;
   meter: CpuMeter;
   publisherApp: string;
@@ -274,6 +276,7 @@ export const runBusPhase = async (o: BusPhaseOptions): Promise<BusPhaseResult> =
     pool: o.db.pool,
     objects: o.objects,
     masterKey: o.masterKey,
+    builder: o.builder,
     policy: o.policy,
     intervalMs: o.sealIntervalMs,
     onSealed: (b) => {

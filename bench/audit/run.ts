@@ -20,6 +20,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FsObjectStore } from '../../src/objects/fs-store.js';
+import { SealThread } from '../../src/projections/audit/seal-thread.js';
 import { prng } from '../../test/helpers/fuzz.js';
 import { benchDatabase } from '../lib/database.js';
 import { printTable } from '../lib/report.js';
@@ -161,6 +162,9 @@ const objectsDir = await mkdtemp(join(tmpdir(), 'svc-bench-audit-objects-'));
 cleanups.push(() => rm(objectsDir, { recursive: true, force: true }));
 const objects = new FsObjectStore(objectsDir);
 const masterKey = randomBytes(32);
+// Batches are built on a worker thread, as the audit role builds them.
+const sealThread = new SealThread();
+cleanups.push(() => sealThread.close());
 const database = new URL(db.url).pathname.slice(1);
 const makeEvent = auditEventFactory(EVENT_BYTES);
 
@@ -188,6 +192,7 @@ try {
           drainTimeoutMs: DRAIN_MS,
           objects,
           masterKey,
+          builder: sealThread.build,
           makeEvent,
           meter: cpuMeter({
             pool: db.pool,
@@ -209,6 +214,7 @@ try {
       pool: db.pool,
       objects,
       masterKey,
+      builder: sealThread.build,
       tenant: 'bulk',
       events: TENANT_EVENTS,
       chunk: CHUNK,

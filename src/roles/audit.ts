@@ -4,6 +4,7 @@ import { registerAuditRoutes } from '../edges/http/audit/routes.js';
 import { AuditConsumer } from '../projections/audit/consumer.js';
 import { activeSigningKey, publishedKeys, rotateSigningKey } from '../projections/audit/keys.js';
 import { AuditReads } from '../projections/audit/reads.js';
+import { SealThread } from '../projections/audit/seal-thread.js';
 import { AuditSealer } from '../projections/audit/sealer.js';
 import { ControlPlaneReads } from '../projections/control-plane/reads.js';
 import type { Role, RoleContext } from './role.js';
@@ -54,10 +55,14 @@ export const auditRole = (ctx: RoleContext): Role => {
       }
     },
   });
+  // Batches are built on a worker thread: their hashing, JSON and gzip would otherwise hold up the
+  // consumer storing events on this event loop (bench:audit).
+  const sealThread = new SealThread();
   const sealer = new AuditSealer({
     pool: ctx.pool,
     objects,
     masterKey: ctx.masterKey,
+    builder: sealThread.build,
     policy: {
       maxEvents: ctx.config.SVC_AUDIT_BATCH_MAX_EVENTS,
       maxAgeMs: ctx.config.SVC_AUDIT_BATCH_MAX_AGE_MS,
@@ -98,6 +103,7 @@ export const auditRole = (ctx: RoleContext): Role => {
       if (!background) return;
       await consumer.stop();
       await sealer.stop();
+      await sealThread.close();
     },
   };
 };

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { resolve } from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import { moduleWorker } from '../../lib/module-worker.js';
 import { AnalyticsError } from '../port.js';
 import type {
   EngineFailure,
@@ -54,26 +54,9 @@ const pinNativeLibrary = (): void => {
   nativePinned = true;
 };
 
-/** Under tsx (tests, `svc` from source) the worker is TypeScript and needs tsx registered in it. */
-const tsxApiUrl = (): string => {
-  try {
-    return import.meta.resolve('tsx/esm/api');
-  } catch {
-    return pathToFileURL(join(dirname(nodeRequire.resolve('tsx/package.json')), 'dist/esm/api/index.mjs'))
-      .href;
-  }
-};
-
 const spawnWorker = (path: string): Worker => {
   pinNativeLibrary();
-  const fromSource = import.meta.url.endsWith('.ts');
-  const entry = new URL(fromSource ? './worker.ts' : './worker.js', import.meta.url);
-  const options = { workerData: { path } satisfies WorkerInit, name: 'chdb' };
-  if (!fromSource) return new Worker(entry, options);
-  const bootstrap = `import(${JSON.stringify(tsxApiUrl())})
-    .then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })
-    .catch((err) => { setImmediate(() => { throw err; }); });`;
-  return new Worker(bootstrap, { ...options, eval: true });
+  return moduleWorker(import.meta.url, 'worker', { workerData: { path } satisfies WorkerInit, name: 'chdb' });
 };
 
 export const toAnalyticsError = (failure: EngineFailure): AnalyticsError => {
