@@ -101,9 +101,12 @@ export const auditRole = (ctx: RoleContext): Role => {
     },
     stop: async () => {
       if (!background) return;
-      await consumer.stop();
-      await sealer.stop();
-      await sealThread.close();
+      try {
+        await consumer.stop();
+        await sealer.stop();
+      } finally {
+        await sealThread.close();
+      }
     },
   };
 };

@@ -33,7 +33,7 @@ const hex = (b: Buffer) => b.toString('hex');
  * canonicalJson(archive), written out by field in sorted order: the same bytes, without sorting
  * the keys of thousands of event objects (the archive was a fifth of sealing's CPU, bench:audit).
  */
-export const archiveJson = (a: BatchArchive): string => {
+const archiveJson = (a: BatchArchive): string => {
   const event = (e: ArchiveEvent) =>
     `{"bytes":${JSON.stringify(e.bytes)},"event_id":${JSON.stringify(e.event_id)},"index":${e.index},"leaf":${JSON.stringify(e.leaf)},"proof":${JSON.stringify(e.proof)},"received_at":${JSON.stringify(e.received_at)}}`;
   return `{"consistency":${JSON.stringify(a.consistency)},"events":[${a.events.map(event).join(',')}],"format":${JSON.stringify(a.format)},"frontier":${JSON.stringify(a.frontier)},"head":${canonicalJson(a.head)},"signature":${JSON.stringify(a.signature)}}`;

@@ -3,8 +3,15 @@ import { moduleWorker } from '../../lib/module-worker.js';
 import type { BatchInput, BuiltBatch } from './batch.js';
 import type { SealAnswer, SealRequest } from './seal-worker.js';
 
-/** A standalone copy: a view into a shared pool slab would carry the whole slab across. */
+/**
+ * A standalone copy of a small buffer that may sit in a shared 8 KB slab (the secret key): a view
+ * would carry the whole slab, and with it other bytes, across to the thread. The rows' buffers go as
+ * they are: their slabs hold this batch's rows, and each slab crosses once.
+ */
 const own = (u: Uint8Array): Uint8Array => new Uint8Array(u);
+
+/** Longest a batch may take on the thread (65,536 events take a few seconds) before it is given up. */
+const BUILD_TIMEOUT_MS = 120_000;
 
 /**
  * One worker thread that builds audit batches (SealDeps.builder): sealing's CPU (a few hundred
@@ -14,6 +21,8 @@ const own = (u: Uint8Array): Uint8Array => new Uint8Array(u);
  * new one. A batch the input cannot build (a subtree missing) answers null: the caller builds it.
  */
 export class SealThread {
+  constructor(private readonly timeoutMs = BUILD_TIMEOUT_MS) {}
+
   private worker: Worker | null = null;
   private next = 1;
   private readonly pending = new Map<
@@ -31,12 +40,32 @@ export class SealThread {
         frontier: own(input.frontier),
         secretKey: own(input.secretKey),
         previousManifestSha: input.previousManifestSha && own(input.previousManifestSha),
-        rows: input.rows.map((r) => ({ ...r, bytes: r.bytes && own(r.bytes), leaf: own(r.leaf) })),
       },
     };
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
       worker.postMessage(request);
+      // A thread that stops answering would hold the tenant's lock and transaction for ever.
+      const timer = setTimeout(() => {
+        if (this.worker === worker)
+          this.lose(
+            worker,
+            new Error(
+              `building audit batch ${input.batchNo} of ${input.tenantId} took longer than ${this.timeoutMs} ms`,
+            ),
+          );
+        void worker.terminate();
+      }, this.timeoutMs);
+      timer.unref();
+      this.pending.set(id, {
+        resolve: (b) => {
+          clearTimeout(timer);
+          resolve(b);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
     });
   };
 
@@ -49,24 +78,30 @@ export class SealThread {
 
   private start(): Worker {
     const worker = moduleWorker(import.meta.url, 'seal-worker', { name: 'audit-seal' });
-    worker.unref();
     worker.on('message', (answer: SealAnswer) => {
       const waiting = this.pending.get(answer.id);
       if (!waiting) return;
       this.pending.delete(answer.id);
       if (answer.ok) waiting.resolve(answer.built);
       else if (answer.missing) waiting.resolve(null);
-      else waiting.reject(new Error(answer.message));
+      else waiting.reject(Object.assign(new Error(answer.message), { stack: answer.stack }));
     });
-    const lost = (err: Error) => {
-      if (this.worker !== worker) return;
-      this.worker = null;
-      this.failAll(err);
-    };
-    worker.on('error', lost);
-    worker.on('exit', (code) => lost(new Error(`the audit seal thread exited with code ${code}`)));
+    worker.on('messageerror', (err) => this.lose(worker, err));
+    worker.on('error', (err) => this.lose(worker, err));
+    worker.on('exit', (code) =>
+      this.lose(worker, new Error(`the audit seal thread exited with code ${code}`)),
+    );
+    // After the listeners: adding a 'message' listener refs the worker again.
+    worker.unref();
     this.worker = worker;
     return worker;
+  }
+
+  /** The thread is gone or useless: what it was building fails, and the next batch starts another. */
+  private lose(worker: Worker, err: Error): void {
+    if (this.worker !== worker) return;
+    this.worker = null;
+    this.failAll(err);
   }
 
   private failAll(err: Error): void {

@@ -84,4 +84,19 @@ describe('SealThread', () => {
     await pending;
     expect(await thread.build(i)).not.toBeNull();
   });
+
+  it('fails what a thread that died or hung was building, and the next batch starts a new thread', async () => {
+    const i = input();
+    const dying = expect(thread.build(i)).rejects.toThrow(/exited/);
+    await (thread as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await dying;
+    expect(await thread.build(i)).not.toBeNull();
+
+    const impatient = new SealThread(1);
+    try {
+      await expect(impatient.build(i)).rejects.toThrow(/took longer than 1 ms/);
+    } finally {
+      await impatient.close();
+    }
+  });
 });

@@ -10,7 +10,7 @@ import { MissingSubtreeError } from './subtrees.js';
 export type SealRequest = { id: number; input: BatchInput };
 export type SealAnswer =
   | { id: number; ok: true; built: ReturnType<typeof buildBatch> }
-  | { id: number; ok: false; missing: boolean; message: string };
+  | { id: number; ok: false; missing: boolean; message: string; stack?: string };
 
 parentPort?.on('message', ({ id, input }: SealRequest) => {
   let answer: SealAnswer;
@@ -22,6 +22,7 @@ parentPort?.on('message', ({ id, input }: SealRequest) => {
       ok: false,
       missing: err instanceof MissingSubtreeError,
       message: err instanceof Error ? err.message : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
     };
   }
   parentPort?.postMessage(answer);
