@@ -35,7 +35,7 @@ export const cleanupStack = () => {
 };
 export type Cleanup = ReturnType<typeof cleanupStack>;
 
-export class BenchInterrupted extends Error {}
+class BenchInterrupted extends Error {}
 
 /**
  * Ctrl-C, SIGTERM, SIGHUP and a closed output (EPIPE: `| head`) stop a bench. What runs now is

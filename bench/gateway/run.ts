@@ -20,6 +20,7 @@
 import { mkdir } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { meterTree, type TreeUsage } from '../lib/proc.js';
 import { printTable } from '../lib/report.js';
 import { type LagResult, quantile, startLagProbe, untilQueryable } from './ingest-lag.js';
@@ -155,21 +156,27 @@ Everything it starts (children, databases, data dirs) is removed at the end, als
 SIGTERM, SIGHUP or a closed output (| head).
 `;
 
-const args = process.argv.slice(2);
-if (args.includes('--help') || args.includes('-h')) {
+const usageError = (why: string): never => {
+  process.stderr.write(`bench:gateway: ${why}\n\n${USAGE}`);
+  process.exit(2);
+};
+let flags: { help?: boolean; workers?: string };
+try {
+  flags = parseArgs({
+    options: { help: { type: 'boolean', short: 'h' }, workers: { type: 'string' } },
+    strict: true,
+  }).values;
+} catch (err) {
+  flags = usageError((err as Error).message);
+}
+if (flags.help) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
 // `-- --workers N`: 1 and N gateway workers side by side, instead of the targets below.
-const workersFlag = args.indexOf('--workers');
-const unknown = args.filter((_arg, i) => !(i === workersFlag || (workersFlag >= 0 && i === workersFlag + 1)));
-const workers = workersFlag >= 0 ? Number(args[workersFlag + 1]) : null;
-if (unknown.length > 0 || (workers !== null && !(Number.isInteger(workers) && workers >= 2))) {
-  process.stderr.write(
-    `bench:gateway: ${unknown.length > 0 ? `unknown argument ${unknown[0]}` : '--workers takes a whole number of 2 or more'}\n\n${USAGE}`,
-  );
-  process.exit(2);
-}
+const workers = flags.workers === undefined ? null : Number(flags.workers);
+if (workers !== null && !(Number.isInteger(workers) && workers >= 2))
+  usageError('--workers takes a whole number of 2 or more');
 if (workers !== null) {
   const { runWorkersBench } = await import('./workers.js');
   await runWorkersBench(workers);

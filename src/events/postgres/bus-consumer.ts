@@ -65,8 +65,6 @@ export class PostgresConsumer {
   private readonly inFlight = new Map<number, number>();
   /** seq -> when a message this consumer nak'd with a delay is visible again (ms). */
   private readonly delayed = new Map<number, number>();
-  /** When the last lease statement was sent (ms). */
-  private leasedAt = 0;
   private ackQueue: { seq: number; done: () => void; fail: (err: unknown) => void }[] = [];
   private ackScheduled = false;
   private readonly batchSize: number;
@@ -108,8 +106,6 @@ export class PostgresConsumer {
   private capacity(): number {
     const now = Date.now();
     for (const [seq, expiry] of this.inFlight) if (expiry <= now) this.inFlight.delete(seq);
-    // Visible when the last lease looked: leased by another process, or held behind its subject.
-    for (const [seq, at] of this.delayed) if (at <= this.leasedAt) this.delayed.delete(seq);
     return Math.min(this.batchSize, this.maxInFlight - this.inFlight.size);
   }
 
@@ -122,7 +118,7 @@ export class PostgresConsumer {
         continue;
       }
       let rows: LeasedRow[];
-      this.leasedAt = Date.now();
+      const leasedAt = Date.now();
       try {
         rows = (
           await this.bus.run('bus lease', () =>
@@ -137,6 +133,9 @@ export class PostgresConsumer {
         await this.sleep(this.pollMs);
         continue;
       }
+      // Delayed rows visible when this lease looked are leased now, by this process or another, or
+      // held behind their subject: either way no longer this consumer's to wake for.
+      for (const [seq, at] of this.delayed) if (at <= leasedAt) this.delayed.delete(seq);
       for (const row of rows) {
         if (this.stopped) break;
         await this.dispatch(row);
@@ -250,11 +249,7 @@ export class PostgresConsumer {
     this.bus.keepListening();
     const now = Date.now();
     let next = Number.POSITIVE_INFINITY;
-    for (const [seq, at] of this.delayed) {
-      if (at <= this.leasedAt) this.delayed.delete(seq);
-      else next = Math.min(next, at);
-    }
-    for (const expiry of this.inFlight.values()) next = Math.min(next, expiry);
+    for (const at of [...this.delayed.values(), ...this.inFlight.values()]) next = Math.min(next, at);
     return Number.isFinite(next) ? Math.max(5, Math.min(this.pollMs, next - now + 5)) : this.pollMs;
   }
 

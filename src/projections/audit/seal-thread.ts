@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { moduleWorker } from '../../lib/module-worker.js';
-import type { BatchInput, BuiltBatch } from './batch.js';
+import { type BatchInput, type BuiltBatch, batchFromThread } from './batch.js';
 import type { SealAnswer, SealRequest } from './seal-worker.js';
 
 /**
@@ -8,7 +8,7 @@ import type { SealAnswer, SealRequest } from './seal-worker.js';
  * would carry the whole slab, and with it other bytes, across to the thread. The rows' buffers go as
  * they are: their slabs hold this batch's rows, and each slab crosses once.
  */
-const own = (u: Uint8Array): Uint8Array => new Uint8Array(u);
+const own = (b: Buffer): Buffer => Buffer.from(b);
 
 /** Longest a batch may take on the thread (65,536 events take a few seconds) before it is given up. */
 const BUILD_TIMEOUT_MS = 120_000;
@@ -82,7 +82,7 @@ export class SealThread {
       const waiting = this.pending.get(answer.id);
       if (!waiting) return;
       this.pending.delete(answer.id);
-      if (answer.ok) waiting.resolve(answer.built);
+      if (answer.ok) waiting.resolve(batchFromThread(answer.built));
       else if (answer.missing) waiting.resolve(null);
       else waiting.reject(Object.assign(new Error(answer.message), { stack: answer.stack }));
     });

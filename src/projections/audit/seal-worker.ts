@@ -1,5 +1,5 @@
 import { parentPort } from 'node:worker_threads';
-import { type BatchInput, buildBatch, subtreesOf } from './batch.js';
+import { type BatchInput, buildBatch, inputFromThread, subtreesOf } from './batch.js';
 import { MissingSubtreeError } from './subtrees.js';
 
 /**
@@ -12,9 +12,10 @@ export type SealAnswer =
   | { id: number; ok: true; built: ReturnType<typeof buildBatch> }
   | { id: number; ok: false; missing: boolean; message: string; stack?: string };
 
-parentPort?.on('message', ({ id, input }: SealRequest) => {
+parentPort?.on('message', ({ id, input: sent }: SealRequest) => {
   let answer: SealAnswer;
   try {
+    const input = inputFromThread(sent);
     answer = { id, ok: true, built: buildBatch(input, subtreesOf(input)) };
   } catch (err) {
     answer = {

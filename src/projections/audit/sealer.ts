@@ -2,7 +2,7 @@ import { archiveKey, manifestKey } from '../../audit/model.js';
 import { type Pool, withTransaction } from '../../events/postgres/pool.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
 import type { ObjectStore } from '../../objects/port.js';
-import { asBuffer, type BatchInput, type BuiltBatch, buildBatch, subtreesOf } from './batch.js';
+import { type BatchInput, type BuiltBatch, buildBatch, subtreesOf } from './batch.js';
 import { activeSigningKey } from './keys.js';
 import { computeWith, TILE } from './subtrees.js';
 
@@ -131,15 +131,14 @@ export const sealNextBatch = (
     };
     // Off this thread when a builder is given (the audit role's worker); a batch whose proofs need a
     // subtree the input lacks (never in a sound log) is built here, where storage can fill it in.
-    const built =
-      (await deps.builder?.(input)) ??
-      (await (async () => {
-        const subtrees = subtreesOf(input);
-        return computeWith(client, tenantId, subtrees, () => buildBatch(input, subtrees));
-      })());
+    let built = await deps.builder?.(input);
+    if (!built) {
+      const subtrees = subtreesOf(input);
+      built = await computeWith(client, tenantId, subtrees, () => buildBatch(input, subtrees));
+    }
     const { archiveBytes, manifestFile, manifestSha, nodes } = built;
 
-    await deps.objects.put(tenantId, archiveKey(batchNo), asBuffer(archiveBytes));
+    await deps.objects.put(tenantId, archiveKey(batchNo), archiveBytes);
     await deps.objects.put(tenantId, manifestKey(batchNo), manifestFile);
 
     if (nodes.length > 0)
@@ -151,7 +150,7 @@ export const sealNextBatch = (
           tenantId,
           nodes.map((n) => Math.log2(n.hi - n.lo)),
           nodes.map((n) => n.lo / (n.hi - n.lo)),
-          nodes.map((n) => asBuffer(n.hash)),
+          nodes.map((n) => n.hash),
         ],
       );
     await client.query(
@@ -163,12 +162,12 @@ export const sealNextBatch = (
         batchNo,
         s0,
         s1,
-        asBuffer(built.root),
+        built.root,
         canonicalJson(built.head),
         built.signature,
         key.keyId,
-        asBuffer(manifestSha),
-        asBuffer(built.archiveSha),
+        manifestSha,
+        built.archiveSha,
         archiveBytes.length,
       ],
     );
@@ -180,14 +179,14 @@ export const sealNextBatch = (
               oldest_unsealed_at = CASE WHEN size > $2 THEN COALESCE(
                 (SELECT received_at FROM audit_events WHERE tenant_id = $1 AND idx = $2), clock_timestamp()) END
         WHERE tenant_id = $1`,
-      [tenantId, s1, batchNo, asBuffer(built.newFrontier), asBuffer(manifestSha)],
+      [tenantId, s1, batchNo, built.newFrontier, manifestSha],
     );
     return {
       tenantId,
       batchNo,
       firstIndex: s0,
       treeSize: s1,
-      root: asBuffer(built.root).toString('hex'),
+      root: built.root.toString('hex'),
       archiveBytes: archiveBytes.length,
     };
   });
