@@ -385,6 +385,11 @@ describe('audit evidence (SPEC 1.8, 6)', () => {
     expect(aEvents.every((e) => e.event.tenant_id === a.workspace_id)).toBe(true);
     const aBatches = (await api('/api/audit/batches', a.token)).body.data as BatchView[];
     expect(aBatches.every((x) => x.head.tenant_id === a.workspace_id)).toBe(true);
+    for (const path of ['/api/audit/batches/', '/api/audit/batches//archive', '/api/audit/batches/0'])
+      expect(await api(path, a.token)).toMatchObject({
+        status: 400,
+        body: { error: 'bad_request', param: 'batch_no' },
+      });
     expect((await api('/api/audit/events', gw.boot.api_key)).status).toBe(401);
     expect((await api('/api/audit/events', 'svc_audit_not-a-real-token')).status).toBe(401);
     const noAuth = await fetch(`${gw.serve.httpUrl}/api/audit/events`);

@@ -133,7 +133,9 @@ export const registerAuditRoutes = async (app: FastifyInstance, deps: AuditRoute
         limit: natural(query(request).limit, 'limit', 1),
       }),
     );
-    const batchNo = (request: FastifyRequest) => natural(param(request, 'batch_no'), 'batch_no', 1)!;
+    // An empty path segment (`/api/audit/batches//archive`) is no batch number, not "not given".
+    const batchNo = (request: FastifyRequest) =>
+      natural(param(request, 'batch_no') || '-', 'batch_no', 1) as number;
     scope.get('/api/audit/batches/:batch_no', async (request) =>
       deps.reads.batch(tenant(request), batchNo(request)),
     );
