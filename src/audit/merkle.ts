@@ -34,6 +34,35 @@ export const nodeHash = (left: Uint8Array, right: Uint8Array): Buffer => {
   return sha256(input);
 };
 
+/**
+ * MTH of `count` (a power of two) consecutive leaf hashes starting at byte `offset` of `leaves`:
+ * each level is hashed into one scratch buffer, with no Buffer made per node (a proof hashes up to
+ * 255 of them from a tile of leaves, bench:audit).
+ */
+export const perfectRoot = (leaves: Buffer, offset: number, count: number): Buffer => {
+  if (!(Number.isSafeInteger(count) && count >= 1 && (count & (count - 1)) === 0))
+    throw new RangeError(`a perfect subtree has a power-of-two number of leaves, got ${count}`);
+  if (offset < 0 || offset + count * HASH_BYTES > leaves.length)
+    throw new RangeError(`${count} leaves at byte ${offset} lie outside ${leaves.length} bytes`);
+  if (count === 1) return leaves.subarray(offset, offset + HASH_BYTES);
+  const input = Buffer.allocUnsafe(1 + 2 * HASH_BYTES);
+  input[0] = 0x01;
+  const level = Buffer.allocUnsafe((count / 2) * HASH_BYTES);
+  let from = leaves;
+  let base = offset;
+  for (let n = count; n > 1; n /= 2) {
+    // Node j reads bytes [64j, 64j + 64) of the level below and is written at 32j: at or before
+    // what it read, after it was copied out, so one buffer serves every level.
+    for (let j = 0; j < n / 2; j++) {
+      from.copy(input, 1, base + 2 * HASH_BYTES * j, base + 2 * HASH_BYTES * (j + 1));
+      sha256Into(input, level, HASH_BYTES * j);
+    }
+    from = level;
+    base = 0;
+  }
+  return level.subarray(0, HASH_BYTES);
+};
+
 const isSize = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
 const isHash = (h: unknown): h is Uint8Array => h instanceof Uint8Array && h.length === HASH_BYTES;
 const isOdd = (n: number) => n % 2 === 1;

@@ -10,6 +10,7 @@ import {
   leafHash,
   MerkleTree,
   nodeHash,
+  perfectRoot,
   type Range,
   rootOfFrontier,
   verifyConsistency,
@@ -366,6 +367,21 @@ describe('the pieces the sealer builds proofs from', () => {
     expect(() => hashRange(4, 4, perfectOf)).toThrow(RangeError);
     expect(hashRange(4, 7, perfectOf)).toEqual(MTH(D.slice(4, 7)));
     expect(nodeHash(LEAVES[0]!, LEAVES[1]!)).toEqual(MTH(D.slice(0, 2)));
+  });
+
+  it('perfectRoot hashes a run of concatenated leaves as the tree does, and refuses bad runs', () => {
+    const leaves = Buffer.concat(LEAVES.slice(0, 64));
+    for (const count of [1, 2, 4, 8, 16, 32])
+      for (const first of [0, count, 32 - count, 64 - count])
+        expect(perfectRoot(leaves, first * 32, count), `${count} from ${first}`).toEqual(
+          MTH(D.slice(first, first + count)),
+        );
+    // The input buffer is not written to.
+    expect(leaves).toEqual(Buffer.concat(LEAVES.slice(0, 64)));
+    expect(() => perfectRoot(leaves, 0, 3)).toThrow(RangeError);
+    expect(() => perfectRoot(leaves, 0, 0)).toThrow(RangeError);
+    expect(() => perfectRoot(leaves, 40 * 32, 32)).toThrow(RangeError);
+    expect(() => perfectRoot(leaves, -32, 1)).toThrow(RangeError);
   });
 
   it('range functions reject bad arguments', () => {

@@ -75,6 +75,35 @@ const evidenceOf = async (tenantId: string, batches: number) => {
   return { keys: await publishedKeys(db.pool), archives, manifests };
 };
 
+describe('inclusion proofs (SPEC 4.8 GetInclusionProof; issue 22: a proof under 5 ms)', () => {
+  it('are read in one statement from a sound log, for any event and any later head', async () => {
+    const t = 'wsp_one_trip';
+    // 5,000 events in heads of 700 (then 300): stored nodes up to level 12, heads on and off tile
+    // boundaries, right edges of every shape.
+    await appendAuditEvents(db.pool, eventsOf(t, 5000));
+    const sealed = await sealAll(t, 700);
+    const sizes = sealed.map((b) => b.treeSize);
+    expect(sizes.at(-1)).toBe(5000);
+    const tree = new MerkleTree(eventsOf(t, 5000).map((e) => leafHash(e.bytes)));
+    let statements = 0;
+    const counting = {
+      query: (...args: Parameters<Pool['query']>) => {
+        statements++;
+        return (db.pool.query as (...a: unknown[]) => unknown)(...args);
+      },
+    } as unknown as Pool;
+    const reads = new AuditReads(counting, objects);
+    for (const i of [0, 1, 255, 256, 699, 700, 1023, 1024, 2047, 2800, 4095, 4096, 4200, 4999]) {
+      for (const size of [undefined, ...sizes.filter((s) => s > i)]) {
+        statements = 0;
+        const p = await reads.inclusionProof(t, `ev_${i}`, size);
+        expect(statements, `event ${i} in tree size ${p.tree_size}`).toBe(1);
+        expect(p.proof).toEqual(tree.inclusionProof(i, p.tree_size).map((h: Buffer) => h.toString('hex')));
+      }
+    }
+  });
+});
+
 describe('the audit log', () => {
   it('stores each event once per tenant, gap-free, whatever the message ids and redeliveries', async () => {
     const bus = new PostgresBus(db.pool, { connectionString: db.url, pollMs: 20 });

@@ -1,4 +1,4 @@
-import { hashRange, nodeHash, type Range } from '../../audit/merkle.js';
+import { hashRange, nodeHash, perfectRoot, type Range } from '../../audit/merkle.js';
 import type { Pool, PoolClient } from '../../events/postgres/pool.js';
 
 /** Perfect subtrees of 2^8 leaves and more are stored (audit_nodes); smaller ones are hashed from leaves. */
@@ -30,6 +30,8 @@ export class MissingSubtreeError extends Error {
 export class Subtrees {
   private readonly nodes = new Map<string, Buffer>();
   private readonly leaves = new Map<number, Buffer>();
+  /** Runs of consecutive leaves as read (TILE_SQL), by their first index's tile. */
+  private readonly tiles = new Map<number, { first: number; last: number; leaves: Buffer }>();
 
   /**
    * @param storedBelow subtrees of TILE leaves and more that end at or before this index are stored
@@ -41,6 +43,11 @@ export class Subtrees {
     this.leaves.set(index, hash);
   }
 
+  /** Leaves first..last, their hashes concatenated in order; all within one tile. */
+  addTile(first: number, last: number, leaves: Buffer): void {
+    this.tiles.set(Math.floor(first / TILE), { first, last, leaves });
+  }
+
   addNode(lo: number, hi: number, hash: Buffer): void {
     const level = levelOf(lo, hi);
     if (level === 0) this.leaves.set(lo, hash);
@@ -50,6 +57,11 @@ export class Subtrees {
   /** MTH of the aligned perfect subtree [lo, hi). */
   perfect = (lo: number, hi: number): Buffer => {
     if (!isPerfect(lo, hi)) throw new RangeError(`[${lo}, ${hi}) is not an aligned perfect subtree`);
+    if (hi - lo < TILE) {
+      const tile = this.tiles.get(Math.floor(lo / TILE));
+      if (tile && tile.first <= lo && hi - 1 <= tile.last)
+        return perfectRoot(tile.leaves, (lo - tile.first) * 32, hi - lo);
+    }
     if (hi - lo === 1) {
       const leaf = this.leaves.get(lo);
       if (!leaf) throw new MissingSubtreeError(lo, hi);
@@ -88,18 +100,15 @@ type Queryable = Pool | PoolClient;
  * The leaves of one tenant's log in [lo, hi) as one row: the first and last index present and
  * their leaf hashes concatenated in order (columns level, idx, hash, last; idx is null when none).
  */
-const TILE_SQL = (lo: string, hi: string) =>
+export const TILE_SQL = (lo: string, hi: string) =>
   `SELECT -1::smallint AS level, min(idx) AS idx, string_agg(leaf, ''::bytea ORDER BY idx) AS hash, max(idx) AS last
      FROM audit_events WHERE tenant_id = $1 AND idx >= ${lo} AND idx < ${hi}`;
 
 /** Adds the leaves first..last that TILE_SQL read; indexes are unique, so the count shows no gap. */
 const addTile = (subtrees: Subtrees, tenantId: string, first: number, last: number, leaves: Buffer) => {
-  if (leaves.length !== (last - first + 1) * 32)
+  if (leaves.length !== (last - first + 1) * 32 || Math.floor(first / TILE) !== Math.floor(last / TILE))
     throw new Error(`audit log of ${tenantId} is missing leaves in [${first}, ${last}]`);
-  for (let i = first; i <= last; i++) {
-    const at = (i - first) * 32;
-    subtrees.addLeaf(i, leaves.subarray(at, at + 32));
-  }
+  subtrees.addTile(first, last, leaves);
 };
 
 /**
@@ -138,10 +147,21 @@ export const loadSubtrees = async (
     params.push(t * TILE, (t + 1) * TILE);
     parts.push(`(${TILE_SQL(`$${params.length - 1}`, `$${params.length}`)})`);
   }
-  const { rows } = await db.query<{ level: number; idx: string | null; hash: Buffer; last: string | null }>(
-    parts.join(' UNION ALL '),
-    params,
-  );
+  const { rows } = await db.query<SubtreeRow>(parts.join(' UNION ALL '), params);
+  addRows(subtrees, tenantId, rows);
+  return subtrees;
+};
+
+/** A row of loadSubtrees' statement: a stored node (last null), or a tile of leaves (TILE_SQL). */
+export interface SubtreeRow {
+  level: number;
+  idx: string | null;
+  hash: Buffer;
+  last: string | null;
+}
+
+/** Adds stored nodes and tiles of leaves, as TILE_SQL and the node statements return them. */
+export const addRows = (subtrees: Subtrees, tenantId: string, rows: readonly SubtreeRow[]): void => {
   for (const r of rows) {
     if (r.idx === null) continue;
     if (r.last !== null) addTile(subtrees, tenantId, Number(r.idx), Number(r.last), r.hash);
@@ -150,7 +170,6 @@ export const loadSubtrees = async (
       subtrees.addNode(lo, lo + 2 ** r.level, r.hash);
     }
   }
-  return subtrees;
 };
 
 /**
