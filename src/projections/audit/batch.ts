@@ -19,7 +19,7 @@ import {
 } from '../../audit/model.js';
 import { signHead, signManifest } from '../../audit/signing.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
-import { Subtrees, TILE } from './subtrees.js';
+import { RUN, Subtrees } from './subtrees.js';
 
 /**
  * Building one audit batch from what the sealer read under the tenant's lock (sealer.ts): no
@@ -39,10 +39,10 @@ const archiveJson = (a: BatchArchive): string => {
   return `{"consistency":${JSON.stringify(a.consistency)},"events":[${a.events.map(event).join(',')}],"format":${JSON.stringify(a.format)},"frontier":${JSON.stringify(a.frontier)},"head":${canonicalJson(a.head)},"signature":${JSON.stringify(a.signature)}}`;
 };
 
-/** The stored subtrees of 256 leaves and more that complete inside (s0, s1]. */
+/** The stored subtrees of RUN leaves and more that complete inside (s0, s1]. */
 const completedNodes = (s0: number, s1: number): [lo: number, hi: number][] => {
   const out: [number, number][] = [];
-  for (let size = TILE; size <= s1; size *= 2) {
+  for (let size = RUN; size <= s1; size *= 2) {
     for (let hi = Math.floor(s1 / size) * size; hi > s0 && hi >= size; hi -= size) out.push([hi - size, hi]);
   }
   return out;
@@ -78,7 +78,7 @@ export interface BuiltBatch {
   archiveSha: Buffer;
   manifestFile: string;
   manifestSha: Buffer;
-  /** Stored subtrees of TILE leaves and more that the batch completes. */
+  /** Stored subtrees of RUN leaves and more that the batch completes. */
   nodes: { lo: number; hi: number; hash: Buffer }[];
 }
 

@@ -7,7 +7,8 @@ import {
   addRows,
   computeWith,
   loadSubtrees,
-  STORED_LEVEL,
+  RUN,
+  SMALL_LEVEL,
   type SubtreeRow,
   Subtrees,
   TILE,
@@ -136,14 +137,16 @@ const BATCH_COLUMNS = `batch_no, first_index, tree_size, root, head, signature, 
 
 /**
  * An inclusion proof in one round trip: the event, the batch that sealed it and the head asked
- * for (that batch, or the one ending at $3), and what the proof is hashed from. From level 8 up, a
+ * for (that batch, or the one ending at $3), and what the proof is hashed from. From level 4 up, a
  * proof of leaf i in a tree of size n takes, at each level l, the sibling of i's subtree (index
  * (i >> l) xor 1) or pieces of the right edge, which are the subtrees (n >> l) - 1 at the levels
  * where n has a bit set; both are asked for at each level, and one that is not stored, or not
- * needed, costs an index probe. Below level 8 the pieces lie in the tiles of leaves around i and
- * around n - 1. Rows: one 'head' (idx, last = the sealing batch's size, hash = the leaf, batch_no
- * and root of the head asked for; batch_no null when no head has that size), then 'node' and
- * 'tile' rows as loadSubtrees reads them, only when the event is in that head.
+ * needed, costs an index probe. Below level 4 the pieces lie in the runs of 16 leaves around i and
+ * around n - 1; where the log stores no nodes below level 8 (a tile starting before
+ * small_nodes_from, migration 0024), in their tiles of 256. Rows: one 'head' (idx, last = the
+ * sealing batch's size, hash = the leaf, batch_no and root of the head asked for; batch_no null
+ * when no head has that size), then 'node' and 'run' rows as loadSubtrees reads them, only when
+ * the event is in that head.
  */
 const INCLUSION_SQL = `
   WITH e AS (
@@ -155,21 +158,24 @@ const INCLUSION_SQL = `
     SELECT e.idx, e.leaf, e.sealing, b.tree_size AS size, b.batch_no, b.root
       FROM e LEFT JOIN audit_batches b ON b.tenant_id = $1 AND b.tree_size = COALESCE($3::bigint, e.sealing)
   ), p AS (
-    SELECT idx, size FROM h WHERE size > idx
+    SELECT h.idx, h.size, COALESCE(l.small_nodes_from, ${Number.MAX_SAFE_INTEGER}) AS small
+      FROM h JOIN audit_logs l ON l.tenant_id = $1 WHERE h.size > h.idx
   )
   SELECT 'head' AS kind, NULL::smallint AS level, idx, sealing AS last, leaf AS hash, batch_no, root FROM h
   UNION ALL
   SELECT 'node', l.level::smallint, n.idx, NULL::bigint, n.hash, NULL::bigint, NULL::bytea
-    FROM p CROSS JOIN generate_series(${STORED_LEVEL}, 62) AS l(level)
+    FROM p CROSS JOIN generate_series(${SMALL_LEVEL}, 62) AS l(level)
     CROSS JOIN LATERAL (VALUES ((p.idx >> l.level) # 1::bigint), ((p.size >> l.level) - 1)) AS w(idx)
     CROSS JOIN LATERAL (SELECT n.idx, n.hash FROM audit_nodes n
                          WHERE n.tenant_id = $1 AND n.level = l.level AND n.idx = w.idx LIMIT 1) AS n
    WHERE (p.size >> l.level) > 0
   UNION ALL
-  SELECT 'tile', t.level, t.idx, t.last, t.hash, NULL::bigint, NULL::bytea
-    FROM (SELECT p.idx / ${TILE} * ${TILE} AS lo FROM p
-          UNION SELECT (p.size - 1) / ${TILE} * ${TILE} FROM p WHERE p.size % ${TILE} <> 0) AS tt
-    CROSS JOIN LATERAL (${TILE_SQL('tt.lo', `tt.lo + ${TILE}`)}) t`;
+  SELECT 'run', t.level, t.idx, t.last, t.hash, NULL::bigint, NULL::bytea
+    FROM (SELECT DISTINCT x.at / w.len * w.len AS lo, w.len
+            FROM p CROSS JOIN LATERAL (VALUES (p.idx, true), (p.size - 1, false)) AS x(at, always)
+            CROSS JOIN LATERAL (SELECT CASE WHEN x.at / ${TILE} * ${TILE} >= p.small THEN ${RUN} ELSE ${TILE} END AS len) AS w
+           WHERE x.always OR p.size % w.len <> 0) AS r
+    CROSS JOIN LATERAL (${TILE_SQL('r.lo', 'r.lo + r.len')}) t`;
 
 /*
  * Named, against pool.ts's rule for tables that grow: planning the statement took 2.3 ms of its 3.8
@@ -181,7 +187,7 @@ const INCLUSION_SQL = `
 const inclusionStatement = namedStatement('svc_audit_inclusion', INCLUSION_SQL);
 
 interface ProofRow extends SubtreeRow {
-  kind: 'head' | 'node' | 'tile';
+  kind: 'head' | 'node' | 'run';
   batch_no: string | null;
   root: Buffer | null;
 }

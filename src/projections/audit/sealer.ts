@@ -176,10 +176,11 @@ export const sealNextBatch = (
     // last events would never be due by age, so their wait is counted from now instead.
     await client.query(
       `UPDATE audit_logs SET sealed_size = $2, batches = $3, frontier = $4, manifest_sha256 = $5,
+              small_nodes_from = COALESCE(small_nodes_from, $6),
               oldest_unsealed_at = CASE WHEN size > $2 THEN COALESCE(
                 (SELECT received_at FROM audit_events WHERE tenant_id = $1 AND idx = $2), clock_timestamp()) END
         WHERE tenant_id = $1`,
-      [tenantId, s1, batchNo, built.newFrontier, manifestSha],
+      [tenantId, s1, batchNo, built.newFrontier, manifestSha, s0],
     );
     return {
       tenantId,

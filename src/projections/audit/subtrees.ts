@@ -1,9 +1,19 @@
 import { hashRange, nodeHash, perfectRoot, type Range } from '../../audit/merkle.js';
 import type { Pool, PoolClient } from '../../events/postgres/pool.js';
 
-/** Perfect subtrees of 2^8 leaves and more are stored (audit_nodes); smaller ones are hashed from leaves. */
+/**
+ * Perfect subtrees of 2^8 leaves and more are stored (audit_nodes) in every log; smaller ones are
+ * hashed from a tile of 2^8 leaves.
+ */
 export const STORED_LEVEL = 8;
 export const TILE = 1 << STORED_LEVEL;
+/**
+ * Batches sealed since proofs were made in one statement also store the subtrees of 2^4 to 2^7
+ * leaves, so a proof reads 16 leaves and hashes 15 nodes instead of 256 and 255 (bench:audit). A
+ * log sealed before lacks them: a proof that finds one missing reads the tile (computeWith).
+ */
+export const SMALL_LEVEL = 4;
+export const RUN = 1 << SMALL_LEVEL;
 
 const levelOf = (lo: number, hi: number): number => Math.log2(hi - lo);
 const isPerfect = (lo: number, hi: number): boolean => {
@@ -30,8 +40,8 @@ export class MissingSubtreeError extends Error {
 export class Subtrees {
   private readonly nodes = new Map<string, Buffer>();
   private readonly leaves = new Map<number, Buffer>();
-  /** Runs of consecutive leaves as read (TILE_SQL), by their first index's tile. */
-  private readonly tiles = new Map<number, { first: number; last: number; leaves: Buffer }>();
+  /** Runs of consecutive leaves as read (TILE_SQL): a tile, or the RUN leaves around one. */
+  private readonly runs: { first: number; last: number; leaves: Buffer }[] = [];
 
   /**
    * @param storedBelow subtrees of TILE leaves and more that end at or before this index are stored
@@ -44,8 +54,8 @@ export class Subtrees {
   }
 
   /** Leaves first..last, their hashes concatenated in order; all within one tile. */
-  addTile(first: number, last: number, leaves: Buffer): void {
-    this.tiles.set(Math.floor(first / TILE), { first, last, leaves });
+  addRun(first: number, last: number, leaves: Buffer): void {
+    this.runs.push({ first, last, leaves });
   }
 
   addNode(lo: number, hi: number, hash: Buffer): void {
@@ -57,21 +67,15 @@ export class Subtrees {
   /** MTH of the aligned perfect subtree [lo, hi). */
   perfect = (lo: number, hi: number): Buffer => {
     if (!isPerfect(lo, hi)) throw new RangeError(`[${lo}, ${hi}) is not an aligned perfect subtree`);
-    if (hi - lo < TILE) {
-      const tile = this.tiles.get(Math.floor(lo / TILE));
-      if (tile && tile.first <= lo && hi - 1 <= tile.last)
-        return perfectRoot(tile.leaves, (lo - tile.first) * 32, hi - lo);
-    }
-    if (hi - lo === 1) {
-      const leaf = this.leaves.get(lo);
-      if (!leaf) throw new MissingSubtreeError(lo, hi);
-      return leaf;
-    }
-    const level = levelOf(lo, hi);
-    const key = nodeKey(level, lo / (hi - lo));
-    const known = this.nodes.get(key);
+    const size = hi - lo;
+    const key = size === 1 ? null : nodeKey(levelOf(lo, hi), lo / size);
+    const known = key === null ? this.leaves.get(lo) : this.nodes.get(key);
     if (known) return known;
-    if (hi - lo >= TILE && hi <= this.storedBelow) throw new MissingSubtreeError(lo, hi);
+    if (size < TILE) {
+      const run = this.runs.find((r) => r.first <= lo && hi - 1 <= r.last);
+      if (run) return perfectRoot(run.leaves, (lo - run.first) * 32, size);
+    }
+    if (key === null || (size >= TILE && hi <= this.storedBelow)) throw new MissingSubtreeError(lo, hi);
     const mid = lo + (hi - lo) / 2;
     const hash = nodeHash(this.perfect(lo, mid), this.perfect(mid, hi));
     this.nodes.set(key, hash);
@@ -104,11 +108,14 @@ export const TILE_SQL = (lo: string, hi: string) =>
   `SELECT -1::smallint AS level, min(idx) AS idx, string_agg(leaf, ''::bytea ORDER BY idx) AS hash, max(idx) AS last
      FROM audit_events WHERE tenant_id = $1 AND idx >= ${lo} AND idx < ${hi}`;
 
-/** Adds the leaves first..last that TILE_SQL read; indexes are unique, so the count shows no gap. */
-const addTile = (subtrees: Subtrees, tenantId: string, first: number, last: number, leaves: Buffer) => {
+/**
+ * Adds the leaves first..last that TILE_SQL read (a tile, or a run within one); indexes are
+ * unique, so the count shows no gap.
+ */
+const addLeaves = (subtrees: Subtrees, tenantId: string, first: number, last: number, leaves: Buffer) => {
   if (leaves.length !== (last - first + 1) * 32 || Math.floor(first / TILE) !== Math.floor(last / TILE))
     throw new Error(`audit log of ${tenantId} is missing leaves in [${first}, ${last}]`);
-  subtrees.addTile(first, last, leaves);
+  subtrees.addRun(first, last, leaves);
 };
 
 /**
@@ -152,7 +159,7 @@ export const loadSubtrees = async (
   return subtrees;
 };
 
-/** A row of loadSubtrees' statement: a stored node (last null), or a tile of leaves (TILE_SQL). */
+/** A row of loadSubtrees' statement: a stored node (last null), or a run of leaves (TILE_SQL). */
 export interface SubtreeRow {
   level: number;
   idx: string | null;
@@ -160,11 +167,11 @@ export interface SubtreeRow {
   last: string | null;
 }
 
-/** Adds stored nodes and tiles of leaves, as TILE_SQL and the node statements return them. */
+/** Adds stored nodes and runs of leaves, as TILE_SQL and the node statements return them. */
 export const addRows = (subtrees: Subtrees, tenantId: string, rows: readonly SubtreeRow[]): void => {
   for (const r of rows) {
     if (r.idx === null) continue;
-    if (r.last !== null) addTile(subtrees, tenantId, Number(r.idx), Number(r.last), r.hash);
+    if (r.last !== null) addLeaves(subtrees, tenantId, Number(r.idx), Number(r.last), r.hash);
     else {
       const lo = Number(r.idx) * 2 ** r.level;
       subtrees.addNode(lo, lo + 2 ** r.level, r.hash);
@@ -198,7 +205,7 @@ export const computeWith = async <T>(
         const tile = rows[0];
         if (!tile || tile.idx === null || !(Number(tile.idx) <= err.lo && err.lo <= Number(tile.last)))
           throw new Error(`audit log of ${tenantId} has no leaf ${err.lo}`);
-        addTile(subtrees, tenantId, Number(tile.idx), Number(tile.last), tile.hash);
+        addLeaves(subtrees, tenantId, Number(tile.idx), Number(tile.last), tile.hash);
       } else {
         const { rows } = await db.query<{ hash: Buffer }>(
           'SELECT hash FROM audit_nodes WHERE tenant_id = $1 AND level = $2 AND idx = $3',
