@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -30,6 +32,50 @@ describe('http server', () => {
       expect(await alt.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
       const api = await fetch(`${base}/api/requests%ED%A0%80`);
       expect(await api.json()).toMatchObject({ error: 'bad_request' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('answers a request Node cannot parse (a raw non-ASCII byte in the query, a bad header line) in the envelope of its surface', async () => {
+    const app = await createHttpServer({
+      logger: silent,
+      metrics: new Registry(),
+      health: new HealthRegistry(),
+      roles: [{ name: 'gateway', http: (a) => void a.get('/v1/models', async () => ({})) }],
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const raw = (request: string) =>
+      new Promise<{ status: number; headers: string; body: unknown }>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(Buffer.from(request, 'latin1')));
+        const chunks: Buffer[] = [];
+        socket.on('data', (c) => chunks.push(c));
+        socket.on('error', reject);
+        socket.on('close', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const [head = '', body = ''] = text.split('\r\n\r\n');
+          resolve({
+            status: Number(head.split(' ')[1]),
+            headers: head.toLowerCase(),
+            body: JSON.parse(body),
+          });
+        });
+      });
+    try {
+      const primary = await raw('GET /v1/models?q=caf\xe9 HTTP/1.1\r\nhost: a\r\n\r\n');
+      expect(primary.status).toBe(400);
+      expect(primary.headers).toMatch(/x-svc-request-id: req_/);
+      expect(primary.body).toMatchObject({
+        error: { type: 'invalid_request_error', message: expect.stringContaining('percent-encode') },
+      });
+      const alt = await raw('GET /alt/v1/messages HTTP/1.1\r\nho st: a\r\n\r\n');
+      expect(alt.status).toBe(400);
+      expect(alt.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+      const api = await raw('GET /api/requests?x=\x01 HTTP/1.1\r\nhost: a\r\n\r\n');
+      expect(api.body).toMatchObject({ error: 'bad_request' });
+      // The server serves on.
+      expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(200);
     } finally {
       await app.close();
     }

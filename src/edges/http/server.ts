@@ -1,5 +1,7 @@
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, {
+  type ConnectionError,
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
@@ -80,6 +82,7 @@ export const createHttpServer = async (options: HttpServerOptions): Promise<Fast
         .header('x-svc-request-id', request.id)
         .send(envelopeFor(request.url, err, request.id));
     },
+    clientErrorHandler: answerClientError,
     bodyLimit: options.bodyLimit ?? 32 * 1024 * 1024,
     return503OnClosing: true,
   });
@@ -210,6 +213,52 @@ export const echoedRequestId = (request: FastifyRequest): string | null => {
 };
 
 /** The error envelope of the surface a path belongs to: /v1 (SPEC 7.1), /alt (SPEC 7.2), else /api. */
+/** The path of a request line as far as Node's parser received it (latin1, as on the wire). */
+const pathOfRawRequest = (raw: unknown): string | undefined =>
+  Buffer.isBuffer(raw)
+    ? /^[A-Z]+ ([^ \r\n]+)/.exec(raw.subarray(0, 8192).toString('latin1'))?.[1]
+    : undefined;
+
+/**
+ * A request Node's HTTP parser refuses before fastify sees it (a raw byte outside printable ASCII
+ * in the path or query, a malformed request or header line, headers over the limit, a request too
+ * slow to arrive) is answered, as frameworkErrors are, in the envelope of the surface its path
+ * names, with a request id, and the connection is closed: fastify's default answers in a shape of
+ * its own (SPEC 7.1, 7.2, 7.6).
+ */
+const answerClientError = (err: ConnectionError & { reason?: unknown }, socket: Socket) => {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, statusText, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'Request Timeout', 'the request did not arrive in time']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'the request headers are too large']
+        : [
+            400,
+            'Bad Request',
+            `the request is not valid HTTP/1.1 (${typeof err.reason === 'string' ? err.reason : err.code})${
+              err.code === 'HPE_INVALID_URL'
+                ? ': percent-encode bytes outside printable ASCII in the path and query'
+                : ''
+            }`,
+          ];
+  const requestId = newId('req');
+  const body = JSON.stringify(
+    envelopeFor(pathOfRawRequest(err.rawPacket), new ServiceError('bad_request', message), requestId),
+  );
+  // As Node's own answer: only on a connection nothing was written to yet, so that a response
+  // in progress on a keep-alive connection is never interleaved with this one.
+  if (!socket.writable || socket.bytesWritten > 0) {
+    socket.destroy();
+    return;
+  }
+  socket.end(
+    `HTTP/1.1 ${status} ${statusText}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nx-svc-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
+};
+
 export const envelopeFor = (url: string | undefined, err: ServiceError, requestId?: string) =>
   url?.startsWith('/v1/')
     ? renderPrimaryError(err, requestId)
