@@ -74,6 +74,25 @@ describe('http server', () => {
       expect(alt.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
       const api = await raw('GET /api/requests?x=\x01 HTTP/1.1\r\nhost: a\r\n\r\n');
       expect(api.body).toMatchObject({ error: 'bad_request' });
+      const large = await raw(`GET /v1/models HTTP/1.1\r\nhost: a\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`);
+      expect(large.status).toBe(431);
+      expect(large.body).toMatchObject({ error: { code: 'request_header_fields_too_large' } });
+      // On a keep-alive connection that has already been answered, the refused request is answered too.
+      const reused = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () =>
+          socket.write('GET /v1/models HTTP/1.1\r\nhost: a\r\n\r\n'),
+        );
+        let text = '';
+        socket.on('data', (c) => {
+          const first = text === '';
+          text += c.toString('latin1');
+          if (first)
+            socket.write(Buffer.from('GET /v1/models?q=caf\xe9 HTTP/1.1\r\nhost: a\r\n\r\n', 'latin1'));
+        });
+        socket.on('error', reject);
+        socket.on('close', () => resolve(text));
+      });
+      expect(reused).toMatch(/^HTTP\/1\.1 200 [^]*HTTP\/1\.1 400 Bad Request[^]*"invalid_request_error"/);
       // The server serves on.
       expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(200);
     } finally {

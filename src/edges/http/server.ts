@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, {
   type ConnectionError,
@@ -212,53 +212,66 @@ export const echoedRequestId = (request: FastifyRequest): string | null => {
   return isCorrelationId(id) ? id : null;
 };
 
-/** The error envelope of the surface a path belongs to: /v1 (SPEC 7.1), /alt (SPEC 7.2), else /api. */
 /** The path of a request line as far as Node's parser received it (latin1, as on the wire). */
 const pathOfRawRequest = (raw: unknown): string | undefined =>
   Buffer.isBuffer(raw)
     ? /^[A-Z]+ ([^ \r\n]+)/.exec(raw.subarray(0, 8192).toString('latin1'))?.[1]
     : undefined;
 
+/** The response in flight on a connection, if any (Node keeps it on the socket). */
+const inFlight = (socket: Socket) =>
+  (socket as Socket & { _httpMessage?: { headersSent?: boolean; req?: { url?: string } } })._httpMessage;
+
 /**
  * A request Node's HTTP parser refuses before fastify sees it (a raw byte outside printable ASCII
  * in the path or query, a malformed request or header line, headers over the limit, a request too
  * slow to arrive) is answered, as frameworkErrors are, in the envelope of the surface its path
- * names, with a request id, and the connection is closed: fastify's default answers in a shape of
+ * names (the refused bytes' request line, else the request in flight; /api when neither shows
+ * one), with a request id, and the connection is closed: fastify's default answers in a shape of
  * its own (SPEC 7.1, 7.2, 7.6).
  */
 const answerClientError = (err: ConnectionError & { reason?: unknown }, socket: Socket) => {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, statusText, message] =
+  const problem =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'Request Timeout', 'the request did not arrive in time']
+      ? new ServiceError('bad_request', 'the request did not arrive in time', {
+          status: 408,
+          displayCode: 'request_timeout',
+        })
       : err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large', 'the request headers are too large']
-        : [
-            400,
-            'Bad Request',
-            `the request is not valid HTTP/1.1 (${typeof err.reason === 'string' ? err.reason : err.code})${
-              err.code === 'HPE_INVALID_URL'
-                ? ': percent-encode bytes outside printable ASCII in the path and query'
-                : ''
-            }`,
-          ];
-  const requestId = newId('req');
-  const body = JSON.stringify(
-    envelopeFor(pathOfRawRequest(err.rawPacket), new ServiceError('bad_request', message), requestId),
-  );
-  // As Node's own answer: only on a connection nothing was written to yet, so that a response
-  // in progress on a keep-alive connection is never interleaved with this one.
-  if (!socket.writable || socket.bytesWritten > 0) {
+        ? new ServiceError('bad_request', 'the request headers are too large', {
+            status: 431,
+            displayCode: 'request_header_fields_too_large',
+          })
+        : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+          ? new ServiceError('payload_too_large', 'the request body has chunk extensions over the limit')
+          : new ServiceError(
+              'bad_request',
+              `the request is not valid HTTP/1.1 (${typeof err.reason === 'string' ? err.reason : err.code})${
+                err.code === 'HPE_INVALID_URL'
+                  ? ': percent-encode bytes outside printable ASCII in the path and query'
+                  : ''
+              }`,
+            );
+  const response = inFlight(socket);
+  // As Node's own answer: never once a response in flight on this connection has begun, so that
+  // the two are not interleaved.
+  if (!socket.writable || response?.headersSent) {
     socket.destroy();
     return;
   }
+  const requestId = newId('req');
+  const body = JSON.stringify(
+    envelopeFor(pathOfRawRequest(err.rawPacket) ?? response?.req?.url, problem, requestId),
+  );
   socket.end(
-    `HTTP/1.1 ${status} ${statusText}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nx-svc-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
     () => socket.destroy(),
   );
 };
 
+/** The error envelope of the surface a path belongs to: /v1 (SPEC 7.1), /alt (SPEC 7.2), else /api. */
 export const envelopeFor = (url: string | undefined, err: ServiceError, requestId?: string) =>
   url?.startsWith('/v1/')
     ? renderPrimaryError(err, requestId)

@@ -96,7 +96,10 @@ describe('inclusion proofs (SPEC 4.8 GetInclusionProof; issue 22: a proof under 
       },
     } as unknown as Pool;
     const reads = new AuditReads(counting, objects);
-    for (const i of [0, 1, 15, 16, 255, 256, 699, 700, 1023, 1024, 2047, 2800, 4095, 4096, 4200, 4999]) {
+    for (const i of [
+      0, 1, 15, 16, 255, 256, 511, 512, 699, 700, 704, 719, 720, 767, 768, 1023, 1024, 2047, 2800, 4095, 4096,
+      4200, 4999,
+    ]) {
       for (const size of [undefined, ...sizes.filter((s) => s > i)]) {
         statements = 0;
         const p = await reads.inclusionProof(t, `ev_${i}`, size);
@@ -116,23 +119,34 @@ describe('inclusion proofs (SPEC 4.8 GetInclusionProof; issue 22: a proof under 
   });
 
   it('are read in one statement from a log sealed before subtrees under 256 leaves were stored (migration 0024)', async () => {
-    // Sealed wholly before: none stored. Sealed partly before, from 700 on: none that end by 700.
-    for (const [t, from] of [
-      ['wsp_proofs_old', null],
-      ['wsp_proofs_mixed', 700],
-    ] as const) {
-      await appendAuditEvents(
-        db.pool,
-        eventsOf('wsp_proofs', 5000).map((e) => ({ ...e, tenantId: t })),
-      );
-      const sizes = (await sealAll(t, 700)).map((b) => b.treeSize);
-      await db.pool.query(
-        'DELETE FROM audit_nodes WHERE tenant_id = $1 AND level < 8 AND ($2::bigint IS NULL OR (idx + 1) << level <= $2)',
-        [t, from],
-      );
-      await db.pool.query('UPDATE audit_logs SET small_nodes_from = $2 WHERE tenant_id = $1', [t, from]);
-      expect(await proveAll(t, sizes), t).toBe(1);
-    }
+    // Sealed wholly before: none stored, small_nodes_from null.
+    const old = 'wsp_proofs_old';
+    await appendAuditEvents(
+      db.pool,
+      eventsOf('wsp_proofs', 5000).map((e) => ({ ...e, tenantId: old })),
+    );
+    const oldSizes = (await sealAll(old, 700)).map((b) => b.treeSize);
+    await db.pool.query('DELETE FROM audit_nodes WHERE tenant_id = $1 AND level < 8', [old]);
+    await db.pool.query('UPDATE audit_logs SET small_nodes_from = NULL WHERE tenant_id = $1', [old]);
+    expect(await proveAll(old, oldSizes)).toBe(1);
+
+    // Sealed partly before: the first batch by a sealer that stored none (as this one did before
+    // migration 0024), the rest by this one, which says from where it stored them.
+    const mixed = 'wsp_proofs_mixed';
+    await appendAuditEvents(
+      db.pool,
+      eventsOf('wsp_proofs', 5000).map((e) => ({ ...e, tenantId: mixed })),
+    );
+    const deps = { pool: db.pool, objects, masterKey };
+    await sealNextBatch(deps, mixed, { maxEvents: 700, maxAgeMs: 0 });
+    await db.pool.query('DELETE FROM audit_nodes WHERE tenant_id = $1 AND level < 8', [mixed]);
+    await db.pool.query('UPDATE audit_logs SET small_nodes_from = NULL WHERE tenant_id = $1', [mixed]);
+    const mixedSizes = [700, ...(await sealAll(mixed, 700)).map((b) => b.treeSize)];
+    const { rows } = await db.pool.query('SELECT small_nodes_from FROM audit_logs WHERE tenant_id = $1', [
+      mixed,
+    ]);
+    expect(Number(rows[0].small_nodes_from)).toBe(700);
+    expect(await proveAll(mixed, mixedSizes)).toBe(1);
   });
 
   it('are right, in a few more statements, when stored subtrees under 256 leaves are missing', async () => {
