@@ -76,13 +76,24 @@ const evidenceOf = async (tenantId: string, batches: number) => {
 };
 
 describe('inclusion proofs (SPEC 4.8 GetInclusionProof; issue 22: a proof under 5 ms)', () => {
-  // 5,000 events in heads of 700 (then 300): stored nodes up to level 12, heads on and off tile
-  // boundaries, right edges of every shape.
+  // Every log holds the 5,000 events of wsp_proofs, so one tree checks them all; sealed in heads of
+  // 700 (then 300): stored nodes up to level 12, heads on and off tile boundaries, right edges of
+  // every shape.
+  const appended = (t: string) =>
+    appendAuditEvents(
+      db.pool,
+      eventsOf('wsp_proofs', 5000).map((e) => ({ ...e, tenantId: t })),
+    );
   const sealedLog = async (t: string) => {
-    await appendAuditEvents(db.pool, eventsOf(t, 5000));
+    await appended(t);
     const sizes = (await sealAll(t, 700)).map((b) => b.treeSize);
     expect(sizes.at(-1)).toBe(5000);
     return sizes;
+  };
+  /** What a sealer from before migration 0024 leaves: no subtrees under 256 leaves, no small_nodes_from. */
+  const forgetSmallNodes = async (t: string) => {
+    await db.pool.query('DELETE FROM audit_nodes WHERE tenant_id = $1 AND level < 8', [t]);
+    await db.pool.query('UPDATE audit_logs SET small_nodes_from = NULL WHERE tenant_id = $1', [t]);
   };
   const tree = new MerkleTree(eventsOf('wsp_proofs', 5000).map((e) => leafHash(e.bytes)));
   /** Every proof of the log checked against the tree; the most statements one took. */
@@ -119,28 +130,17 @@ describe('inclusion proofs (SPEC 4.8 GetInclusionProof; issue 22: a proof under 
   });
 
   it('are read in one statement from a log sealed before subtrees under 256 leaves were stored (migration 0024)', async () => {
-    // Sealed wholly before: none stored, small_nodes_from null.
     const old = 'wsp_proofs_old';
-    await appendAuditEvents(
-      db.pool,
-      eventsOf('wsp_proofs', 5000).map((e) => ({ ...e, tenantId: old })),
-    );
-    const oldSizes = (await sealAll(old, 700)).map((b) => b.treeSize);
-    await db.pool.query('DELETE FROM audit_nodes WHERE tenant_id = $1 AND level < 8', [old]);
-    await db.pool.query('UPDATE audit_logs SET small_nodes_from = NULL WHERE tenant_id = $1', [old]);
+    const oldSizes = await sealedLog(old);
+    await forgetSmallNodes(old);
     expect(await proveAll(old, oldSizes)).toBe(1);
 
-    // Sealed partly before: the first batch by a sealer that stored none (as this one did before
-    // migration 0024), the rest by this one, which says from where it stored them.
+    // Sealed partly before: the first batch as before migration 0024, the rest by this sealer,
+    // which says from where it stored them.
     const mixed = 'wsp_proofs_mixed';
-    await appendAuditEvents(
-      db.pool,
-      eventsOf('wsp_proofs', 5000).map((e) => ({ ...e, tenantId: mixed })),
-    );
-    const deps = { pool: db.pool, objects, masterKey };
-    await sealNextBatch(deps, mixed, { maxEvents: 700, maxAgeMs: 0 });
-    await db.pool.query('DELETE FROM audit_nodes WHERE tenant_id = $1 AND level < 8', [mixed]);
-    await db.pool.query('UPDATE audit_logs SET small_nodes_from = NULL WHERE tenant_id = $1', [mixed]);
+    await appended(mixed);
+    await sealNextBatch({ pool: db.pool, objects, masterKey }, mixed, { maxEvents: 700, maxAgeMs: 0 });
+    await forgetSmallNodes(mixed);
     const mixedSizes = [700, ...(await sealAll(mixed, 700)).map((b) => b.treeSize)];
     const { rows } = await db.pool.query('SELECT small_nodes_from FROM audit_logs WHERE tenant_id = $1', [
       mixed,
@@ -152,11 +152,7 @@ describe('inclusion proofs (SPEC 4.8 GetInclusionProof; issue 22: a proof under 
   it('are right, in a few more statements, when stored subtrees under 256 leaves are missing', async () => {
     // A sealer of an older version sealing beside a newer one leaves small_nodes_from set and these out.
     const t = 'wsp_proofs_gaps';
-    await appendAuditEvents(
-      db.pool,
-      eventsOf('wsp_proofs', 5000).map((e) => ({ ...e, tenantId: t })),
-    );
-    const sizes = (await sealAll(t, 700)).map((b) => b.treeSize);
+    const sizes = await sealedLog(t);
     await db.pool.query('DELETE FROM audit_nodes WHERE tenant_id = $1 AND level < 8 AND idx % 3 = 0', [t]);
     expect(await proveAll(t, sizes)).toBeLessThanOrEqual(3);
   });
