@@ -92,7 +92,9 @@ describe('http server', () => {
         socket.on('error', reject);
         socket.on('close', () => resolve(text));
       });
-      expect(reused).toMatch(/^HTTP\/1\.1 200 [^]*HTTP\/1\.1 400 Bad Request[^]*"invalid_request_error"/);
+      expect(reused).toMatch(
+        /^HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 400 Bad Request[\s\S]*"invalid_request_error"/,
+      );
       // The server serves on.
       expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(200);
     } finally {
