@@ -1,4 +1,4 @@
-import { consistencyRanges, inclusionRanges } from '../../audit/merkle.js';
+import { consistencyRanges, inclusionRanges, type Range } from '../../audit/merkle.js';
 import { archiveKey, type BatchHead, manifestKey } from '../../audit/model.js';
 import { namedStatement, type Pool } from '../../events/postgres/pool.js';
 import { ServiceError } from '../../lib/errors.js';
@@ -291,7 +291,6 @@ export class AuditReads {
       );
     if (row.batch_no === null || row.root === null) throw noBatchOfSize(size);
     const head = { batch_no: Number(row.batch_no), tree_size: size, root: row.root.toString('hex') };
-    const ranges = inclusionRanges(index, size);
     const subtrees = new Subtrees();
     addRows(
       subtrees,
@@ -299,9 +298,7 @@ export class AuditReads {
       rows.filter((r) => r.kind !== 'head'),
     );
     // The statement read every piece a sound log holds for this proof; anything else is loaded here.
-    const proof = await computeWith(this.pool, tenantId, subtrees, () =>
-      ranges.map(([lo, hi]) => subtrees.range(lo, hi).toString('hex')),
-    );
+    const proof = await this.hexProof(tenantId, subtrees, inclusionRanges(index, size));
     return { event_id: eventId, index, leaf: row.hash.toString('hex'), ...head, proof };
   }
 
@@ -316,11 +313,15 @@ export class AuditReads {
       this.batchOfSize(tenantId, toSize),
     ]);
     const ranges = consistencyRanges(fromSize, toSize);
-    const subtrees = await loadSubtrees(this.pool, tenantId, ranges);
-    const proof = await computeWith(this.pool, tenantId, subtrees, () =>
+    const proof = await this.hexProof(tenantId, await loadSubtrees(this.pool, tenantId, ranges), ranges);
+    return { from, to, proof };
+  }
+
+  /** The hashes of `ranges`, hex, loading from storage whatever `subtrees` lacks. */
+  private hexProof(tenantId: string, subtrees: Subtrees, ranges: readonly Range[]): Promise<string[]> {
+    return computeWith(this.pool, tenantId, subtrees, () =>
       ranges.map(([lo, hi]) => subtrees.range(lo, hi).toString('hex')),
     );
-    return { from, to, proof };
   }
 
   private async object(tenantId: string, key: string, what: string): Promise<Buffer> {

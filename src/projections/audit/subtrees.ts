@@ -76,7 +76,7 @@ export class Subtrees {
       if (run) return perfectRoot(run.leaves, (lo - run.first) * 32, size);
     }
     if (key === null || (size >= TILE && hi <= this.storedBelow)) throw new MissingSubtreeError(lo, hi);
-    const mid = lo + (hi - lo) / 2;
+    const mid = lo + size / 2;
     const hash = nodeHash(this.perfect(lo, mid), this.perfect(mid, hi));
     this.nodes.set(key, hash);
     return hash;
